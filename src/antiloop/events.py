@@ -1,0 +1,183 @@
+"""Steps: one tool call together with its result (PROTOCOL.md section 2).
+
+A ``Step`` is built once per event. Parsing follows the bad-input rules: a line that is not a
+JSON object, whose ``tool`` is missing or not a non-empty string, whose ``args`` is not an
+object, or whose ``session``/``agent`` is not a string raises ``BadStep`` naming the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from antiloop.errors import BadStep
+
+KNOWN_FIELDS = frozenset(
+    {
+        "session",
+        "agent",
+        "tool",
+        "args",
+        "paths",
+        "output",
+        "error",
+        "exit_code",
+        "file_states",
+        "message",
+        "goal",
+        "cwd",
+    }
+)
+
+_EMPTY: Mapping[str, Any] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """A touched file after the step: its content hash and modification time, where known."""
+
+    sha256: str | None = None
+    mtime: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One thing an agent did: a tool call and its result.
+
+    Example:
+        >>> Step(tool="Grep", args={"pattern": "doubleJump"}, output="src/a.ts:3").tool
+        'Grep'
+    """
+
+    tool: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+    session: str = "default"
+    agent: str = "agent"
+    paths: tuple[str, ...] = ()
+    output: str | None = None
+    error: str | None = None
+    exit_code: int | None = None
+    file_states: Mapping[str, FileState] = field(default_factory=dict)
+    message: str | None = None
+    goal: str | None = None
+    cwd: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        """A step fails when it has an error or a non-zero exit code."""
+        return bool(self.error) or (self.exit_code is not None and self.exit_code != 0)
+
+    @property
+    def stream(self) -> tuple[str, str]:
+        """The (session, agent) pair whose steps the loop rules compare; agent lower-cased."""
+        return (self.session, self.agent.lower())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The step as a section 2 event (unknown fields included)."""
+        out: dict[str, Any] = dict(self.extra)
+        out.update(session=self.session, agent=self.agent, tool=self.tool, args=dict(self.args))
+        if self.paths:
+            out["paths"] = list(self.paths)
+        for name in ("output", "error", "exit_code", "message", "goal", "cwd"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.file_states:
+            out["file_states"] = {
+                p: {k: v for k, v in (("sha256", s.sha256), ("mtime", s.mtime)) if v is not None}
+                for p, s in self.file_states.items()
+            }
+        return out
+
+
+def _text(value: object) -> str | None:
+    """Coerce an output-like field to text: None stays None, other JSON values are dumped."""
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _exit_code(value: object) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def _file_states(value: object) -> Mapping[str, FileState]:
+    if not isinstance(value, dict):
+        return _EMPTY
+    states: dict[str, FileState] = {}
+    for path, state in value.items():
+        if not isinstance(state, dict):
+            continue
+        sha = state.get("sha256")
+        mtime = state.get("mtime")
+        states[str(path)] = FileState(
+            sha256=sha if isinstance(sha, str) and sha else None,
+            mtime=float(mtime)
+            if isinstance(mtime, int | float) and not isinstance(mtime, bool)
+            else None,
+        )
+    return states
+
+
+def step_from_dict(event: object) -> Step:
+    """Build a Step from a decoded section 2 event, or raise BadStep saying what is wrong."""
+    if not isinstance(event, dict):
+        raise BadStep(f"not a JSON object but {type(event).__name__}")
+    tool = event.get("tool")
+    if tool is None:
+        raise BadStep("'tool' is missing" if "tool" not in event else "'tool' is null")
+    if not isinstance(tool, str):
+        raise BadStep(f"'tool' must be a string, not {type(tool).__name__}")
+    if not tool.strip():
+        raise BadStep("'tool' is empty")
+    args = event.get("args", _EMPTY)
+    if args is None or not isinstance(args, dict):
+        raise BadStep(f"'args' must be an object, not {type(args).__name__}")
+    for name in ("session", "agent"):
+        if name in event and not isinstance(event[name], str):
+            raise BadStep(f"{name!r} must be a string, not {type(event[name]).__name__}")
+    raw_paths = event.get("paths")
+    paths: tuple[str, ...] = ()
+    if isinstance(raw_paths, list):
+        paths = tuple(str(p) for p in raw_paths if isinstance(p, str))
+    elif isinstance(raw_paths, str):
+        paths = (raw_paths,)
+    extra = {k: v for k, v in event.items() if k not in KNOWN_FIELDS} if len(event) else {}
+    message = event.get("message")
+    goal = event.get("goal")
+    cwd = event.get("cwd")
+    return Step(
+        tool=tool.strip(),
+        args=args,
+        session=event.get("session", "default"),
+        agent=event.get("agent", "agent"),
+        paths=paths,
+        output=_text(event.get("output")),
+        error=_text(event.get("error")),
+        exit_code=_exit_code(event.get("exit_code")),
+        file_states=_file_states(event.get("file_states")),
+        message=message if isinstance(message, str) else _text(message),
+        goal=goal if isinstance(goal, str) else None,
+        cwd=cwd if isinstance(cwd, str) and cwd else None,
+        extra=extra,
+    )
+
+
+def parse_line(line: str | bytes) -> Step:
+    """Parse one JSON line into a Step, or raise BadStep saying what is wrong."""
+    try:
+        event = json.loads(line)
+    except ValueError as exc:
+        raise BadStep(f"not valid JSON ({exc})") from None
+    return step_from_dict(event)
