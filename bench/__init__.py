@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench [SUITE...]`` prints tables and writes bench/RESULTS.md."""

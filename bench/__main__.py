@@ -1,0 +1,60 @@
+"""Run benchmark suites: ``python -m bench [SUITE ...] [--quick]``.
+
+Each suite prints a table and writes ``bench/results/<suite>.md``; ``bench/RESULTS.md`` is then
+rebuilt from every section there, so suites can be re-run one at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import platform
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SUITES = {
+    "engine": "bench.engine",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("suites", nargs="*", choices=[*SUITES, []], help="default: all")
+    parser.add_argument("--quick", action="store_true", help="a smaller workload (smoke run)")
+    ns = parser.parse_args(argv)
+    chosen = ns.suites or list(SUITES)
+    (HERE / "results").mkdir(exist_ok=True)
+    for name in chosen:
+        module = importlib.import_module(SUITES[name])
+        started = time.perf_counter()
+        section = module.run(quick=ns.quick)
+        took = time.perf_counter() - started
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        text = f"{section.rstrip()}\n\n_Run {stamp} in {took:.0f} s{' (quick)' if ns.quick else ''}._\n"
+        (HERE / "results" / f"{name}.md").write_text(text, encoding="utf-8")
+    write_results()
+    return 0
+
+
+def write_results() -> None:
+    machine = f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}"
+    parts = [
+        "# Benchmark results\n",
+        f"Written by `python -m bench` (`make bench`). Machine: {machine}, "
+        f"{_cores()} cores. Each figure is compared with a floor measured in the same run.\n",
+    ]
+    for file in sorted((HERE / "results").glob("*.md")):
+        parts.append(file.read_text(encoding="utf-8"))
+    (HERE / "RESULTS.md").write_text("\n".join(parts), encoding="utf-8")
+
+
+def _cores() -> int:
+    import os
+
+    return os.cpu_count() or 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The work behind each ``antiloop`` subcommand, one module each."""

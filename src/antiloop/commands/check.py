@@ -1,0 +1,63 @@
+"""``antiloop check``: one verdict per step of a JSON-lines stream (PROTOCOL.md section 7)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import IO
+
+from antiloop.config import GuardConfig, load_config
+from antiloop.errors import BadStep
+from antiloop.events import parse_line
+from antiloop.guard import Guard
+from antiloop.verdict import Action
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_STOPPED = 3
+
+
+def run_check(file: str, config_path: str | None) -> int:
+    """Judge the stream in ``file`` (``-`` for stdin); returns the exit status."""
+    config = load_config(config_path) if config_path else GuardConfig()
+    if file == "-":
+        return judge_stream(sys.stdin.buffer, sys.stdout, Guard(config=config), flush=True)
+    try:
+        stream = Path(file).open("rb")  # noqa: SIM115 - closed below, after the loop
+    except OSError as exc:
+        print(f"antiloop: cannot read {file}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with stream:
+        return judge_stream(stream, sys.stdout, Guard(config=config))
+
+
+def judge_stream(source: IO[bytes], out: IO[str], guard: Guard, *, flush: bool = False) -> int:
+    """Write one verdict line per non-blank input line; returns 3 if a session stopped."""
+    stopped = False
+    index = 0
+    write = out.write
+    for lineno, raw in enumerate(source, 1):
+        if not raw.strip():
+            continue
+        try:
+            step = parse_line(raw)
+        except BadStep as exc:
+            line = {
+                "index": index,
+                "action": "invalid",
+                "detector": None,
+                "outcome": None,
+                "fingerprint": None,
+                "reason": f"line {lineno}: {exc}",
+            }
+        else:
+            verdict = guard.record(step)
+            line = verdict.to_wire(index)
+            if verdict.action is Action.STOP and verdict.detector not in ("goal", "terminated"):
+                stopped = True
+        write(json.dumps(line, ensure_ascii=False) + "\n")
+        if flush:
+            out.flush()
+        index += 1
+    return EXIT_STOPPED if stopped else EXIT_OK

@@ -1,0 +1,142 @@
+"""Configuration: ``antiloop.toml`` or the JSON config of PROTOCOL.md section 7.
+
+Every key is optional. An unknown key, or a value of the wrong kind, is a ``ConfigError`` that
+names it; nothing is silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from antiloop.errors import ConfigError
+
+TASK_BUDGETS = {"simple": 25, "research": 100, "coding": 250}
+DEFAULT_BUDGET = 100
+DETECTOR_NAMES = ("repeat", "cycle", "fail-streak", "max-steps", "goal", "stagnation")
+ACTIONS = ("continue", "nudge", "ask", "block", "stop")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardConfig:
+    """The guard's settings; see PROTOCOL.md section 7 for the meaning of each key.
+
+    Example:
+        >>> GuardConfig(max_steps=50).budget
+        50
+    """
+
+    max_steps: int | None = None
+    min_steps: int = 5
+    task_type: str | None = None
+    repeat_threshold: int = 2
+    cycle_max_period: int = 4
+    failure_streak: int = 3
+    goal_threshold: float | None = None
+    stagnation_threshold: float = 0.95
+    stagnation_window: int = 3
+    allow_repeat_tools: tuple[str, ...] = ("sleep", "wait")
+    embedder: str = "auto"
+    escalate_to: str = "human"
+    mode: str = "enforce"
+    detectors: tuple[str, ...] = DETECTOR_NAMES
+    repeat_action: str = "stop"
+
+    @property
+    def budget(self) -> int:
+        """The step budget: ``max_steps``, else the default for ``task_type``."""
+        if self.max_steps is not None:
+            return self.max_steps
+        return TASK_BUDGETS.get(self.task_type or "", DEFAULT_BUDGET)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], source: str = "config") -> GuardConfig:
+        """Build a config from a mapping, naming any unknown key or bad value."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                f"{source}: expected an object of settings, got {type(data).__name__}"
+            )
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ConfigError(
+                    f"{source}: unknown key {key!r} (known: {', '.join(sorted(known))})"
+                )
+            values[key] = _check(key, value, source)
+        return cls(**values)
+
+
+def _positive_int(key: str, value: Any, source: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{source}: {key!r} must be an integer >= {minimum}, not {value!r}")
+    return value
+
+
+def _unit_float(key: str, value: Any, source: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigError(f"{source}: {key!r} must be a number between 0 and 1, not {value!r}")
+    return float(value)
+
+
+def _choice(key: str, value: Any, source: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ConfigError(f"{source}: {key!r} must be one of {', '.join(choices)}, not {value!r}")
+    return str(value)
+
+
+def _check(key: str, value: Any, source: str) -> Any:
+    if key == "max_steps":
+        return None if value is None else _positive_int(key, value, source)
+    if key in ("min_steps", "cycle_max_period", "failure_streak"):
+        return _positive_int(key, value, source, minimum=0 if key != "min_steps" else 1)
+    if key in ("repeat_threshold", "stagnation_window"):
+        return _positive_int(key, value, source, minimum=2 if key == "repeat_threshold" else 1)
+    if key in ("goal_threshold", "stagnation_threshold"):
+        return (
+            None if value is None and key == "goal_threshold" else _unit_float(key, value, source)
+        )
+    if key == "task_type":
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{source}: 'task_type' must be a string, not {value!r}")
+        return value
+    if key in ("allow_repeat_tools", "detectors"):
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{source}: {key!r} must be a list of strings, not {value!r}")
+        if key == "detectors":
+            for name in value:
+                _choice("detectors", name, source, DETECTOR_NAMES)
+        return tuple(v.lower() for v in value)
+    if key == "embedder":
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{source}: 'embedder' must be a name, not {value!r}")
+        return value
+    if key == "escalate_to":
+        return _choice(key, value, source, ("human", "supervisor"))
+    if key == "mode":
+        return _choice(key, value, source, ("enforce", "shadow"))
+    return _choice(key, value, source, ACTIONS)  # repeat_action
+
+
+def load_config(path: str | Path) -> GuardConfig:
+    """Read a JSON (``.json``) or TOML config file; a ``[guard]`` table in TOML is also accepted."""
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {file}: {exc.strerror or exc}") from None
+    kind = "JSON" if file.suffix == ".json" else "TOML"
+    try:
+        data = json.loads(raw) if kind == "JSON" else tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: not valid {kind}: {exc}") from None
+    if kind == "TOML" and "guard" in data:
+        others = sorted(set(data) - {"guard"})
+        if others:
+            raise ConfigError(f"{file}: unknown table or key {others[0]!r} beside [guard]")
+        data = data["guard"]
+    return GuardConfig.from_mapping(data, source=str(file))

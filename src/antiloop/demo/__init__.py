@@ -1,0 +1,256 @@
+"""``antiloop demo``: three scripted agents loop on a sample project; the guard stops each one.
+
+The tools really run on a copy of the sample project shipped in this package (``project/``):
+grep and read look at the files, edit changes them (and the guard sees the file's hash after),
+and the tests run with ``python -m unittest``. Only the agents' choices are scripted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from antiloop.config import GuardConfig
+from antiloop.demo.tools import run_tool
+from antiloop.guard import Guard
+from antiloop.verdict import Action, Verdict
+
+PROJECT = Path(__file__).with_name("project")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One scripted tool call, with what the agent says while making it."""
+
+    tool: str
+    args: dict[str, Any]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Scene:
+    """One agent's task and the calls it makes."""
+
+    agent: str
+    session: str
+    goal: str
+    story: str
+    calls: tuple[Call, ...]
+
+
+TESTS = "python -m unittest discover -s tests"
+
+SCENES = (
+    Scene(
+        "explorer",
+        "demo-1-explorer",
+        "Find where the double jump is implemented.",
+        "searches for the double jump, then searches again with an equivalent pattern",
+        (
+            Call("Grep", {"pattern": "double.*Jump", "path": "game"}, "Searching for it."),
+            Call("Grep", {"pattern": "doubleJump", "path": "./game/"}, "Searching again."),
+            Call("Grep", {"pattern": "double_jump", "path": "game"}, "Once more."),
+        ),
+    ),
+    Scene(
+        "qa-validator",
+        "demo-2-qa",
+        "Check whether the jump tests pass.",
+        "runs the failing tests, then runs them again hoping for another result",
+        (
+            Call("Bash", {"command": TESTS}, "Running the tests."),
+            Call("Bash", {"command": f"  {TESTS} "}, "Running them again."),
+        ),
+    ),
+    Scene(
+        "code-writer",
+        "demo-3-writer",
+        "Raise the jump height to 2.",
+        "fixes the config, then applies the same edit again: nothing changes",
+        (
+            Call("Read", {"file_path": "game/config.py"}, "Reading the config."),
+            Call(
+                "Edit",
+                {
+                    "file_path": "game/config.py",
+                    "old_string": "JUMP_HEIGHT = 1",
+                    "new_string": "JUMP_HEIGHT = 2",
+                },
+                "Raising the jump height.",
+            ),
+            Call(
+                "Edit",
+                {
+                    "file_path": "game/config.py",
+                    "old_string": "JUMP_HEIGHT = 1",
+                    "new_string": "JUMP_HEIGHT = 2",
+                },
+                "Making sure the edit is in.",
+            ),
+        ),
+    ),
+    Scene(
+        "explorer",
+        "demo-4-explorer",
+        "Find every place that uses the jump height.",
+        "goes back and forth between a search and a file: an A-B cycle",
+        (
+            Call("Grep", {"pattern": "JUMP_HEIGHT", "path": "game"}, "Where is it used?"),
+            Call("Read", {"file_path": "game/config.py"}, "Let me look at the config."),
+            Call("Grep", {"pattern": "JUMP_HEIGHT", "path": "game"}, "Where is it used?"),
+            Call("Read", {"file_path": "game/config.py"}, "Let me look at the config."),
+            Call("Grep", {"pattern": "JUMP_HEIGHT", "path": "game"}, "Where is it used?"),
+        ),
+    ),
+)
+
+
+COLOURS = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2", "bold": "1"}
+
+
+class Painter:
+    """ANSI colours when enabled, plain text otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, colour: str) -> str:
+        """Paint ``text`` in ``colour``."""
+        if not self.enabled:
+            return text
+        return f"\033[{COLOURS[colour]}m{text}\033[0m"
+
+
+def _short(text: str | None, width: int) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _call_text(call: Call) -> str:
+    if "command" in call.args:
+        return f"{call.tool}: {call.args['command'].strip()}"
+    if "pattern" in call.args:
+        return f"{call.tool} {call.args['pattern']!r} in {call.args['path']}"
+    return f"{call.tool} {call.args.get('file_path', '')}"
+
+
+def run_demo(*, as_json: bool = False, color: str = "auto", out: Any = None) -> int:
+    """Play every scene against a fresh copy of the sample project; returns 0."""
+    out = out or sys.stdout
+    paint = Painter(color == "always" or (color == "auto" and out.isatty() and not as_json))
+    guard = Guard(config=GuardConfig(embedder="ngram"))
+    stops: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="antiloop-demo-") as tmp:
+        root = Path(tmp, "jumpgame")
+        shutil.copytree(PROJECT, root, ignore=shutil.ignore_patterns("__pycache__"))
+        if not as_json:
+            _intro(out, paint, guard)
+        for number, scene in enumerate(SCENES, 1):
+            if not as_json:
+                out.write(
+                    f"\n{paint(f'Scene {number}', 'bold')}: {paint(scene.agent, 'cyan')} "
+                    f"{scene.story}.\n  goal: {scene.goal}\n"
+                )
+            stop = _play(scene, guard, root, out, paint, as_json)
+            if stop is not None:
+                stops.append(stop)
+    summary = {
+        "scenes": len(SCENES),
+        "stopped": len(stops),
+        "fingerprints": [s["fingerprint"] for s in stops],
+    }
+    if as_json:
+        out.write(json.dumps({"summary": summary}) + "\n")
+    else:
+        out.write(
+            f"\n{paint('Done', 'bold')}: {len(stops)} of {len(SCENES)} agents stopped at their "
+            "second repetition. Each fingerprint is the same on every machine; search your "
+            "logs for it.\n"
+        )
+    return 0
+
+
+def _intro(out: Any, paint: Painter, guard: Guard) -> None:
+    out.write(
+        paint("antiloop demo", "bold")
+        + ": three scripted agents work on a tiny game; their tools really run.\n"
+        + paint(f"policy: {guard.detector!r}", "dim")
+        + "\n"
+    )
+
+
+def _play(
+    scene: Scene, guard: Guard, root: Path, out: Any, paint: Painter, as_json: bool
+) -> dict[str, Any] | None:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    for number, call in enumerate(scene.calls):
+        before = guard.check(call.tool, call.args, session=scene.session, agent=scene.agent)
+        if before.action >= Action.BLOCK:
+            _show(out, paint, as_json, scene, number, call, None, before)
+            return _stop_record(scene, before)
+        result = run_tool(call.tool, call.args, root, env)
+        step = guard.step(
+            call.tool,
+            call.args,
+            session=scene.session,
+            agent=scene.agent,
+            goal=scene.goal,
+            message=call.message,
+            cwd=str(root),
+            **result,
+        )
+        verdict = guard.record(step)
+        _show(out, paint, as_json, scene, number, call, result, verdict)
+        if verdict.action >= Action.BLOCK:
+            return _stop_record(scene, verdict)
+    return None
+
+
+def _stop_record(scene: Scene, verdict: Verdict) -> dict[str, Any]:
+    return {"agent": scene.agent, "session": scene.session, "fingerprint": verdict.fingerprint}
+
+
+def _show(
+    out: Any,
+    paint: Painter,
+    as_json: bool,
+    scene: Scene,
+    number: int,
+    call: Call,
+    result: dict[str, Any] | None,
+    verdict: Verdict,
+) -> None:
+    shown = (result or {}).get("error") or (result or {}).get("output")
+    if as_json:
+        line = {
+            "agent": scene.agent,
+            "session": scene.session,
+            "step": number,
+            "tool": call.tool,
+            "args": call.args,
+            "ran": result is not None,
+            "result": _short(shown, 200),
+            "verdict": {**verdict.to_wire(number), "hint": verdict.hint},
+        }
+        out.write(json.dumps(line, ensure_ascii=False) + "\n")
+        return
+    word = verdict.action.wire
+    colour = {"continue": "green", "ask": "yellow"}.get(word, "red")
+    label = word if verdict.detector is None else f"{word} ({verdict.detector})"
+    ran = _short(shown, 38) if result is not None else "(not run: refused)"
+    out.write(
+        f"  {number:>2}  {_short(_call_text(call), 44):<44}  {ran:<38}  {paint(label, colour)}\n"
+    )
+    if verdict.action >= Action.ASK:
+        out.write(
+            f"      {paint('fingerprint', 'bold')}  {verdict.fingerprint}\n"
+            f"      {paint('reason', 'bold')}       {verdict.reason}\n"
+            f"      {paint('agent told', 'bold')}   {verdict.hint}\n"
+            f"      {paint('escalated', 'bold')}    to the {verdict.escalate_to or 'human'}\n"
+        )

@@ -1,0 +1,553 @@
+"""The Guard: records steps, judges them with its detectors, and refuses stopped procedures.
+
+    guard = Guard()
+    verdict = guard.record(Step(tool="Grep", args={"pattern": "x"}, output="a.py:1: x"))
+
+``check()`` runs before a tool call, ``record()`` after it; ``enforce()`` turns a verdict into
+an exception, ``session()`` binds a session id, and ``wrap`` guards a plain Python function.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import inspect
+import json
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+
+from antiloop import semantic
+from antiloop.canonical import Procedure, procedure_of
+from antiloop.config import GuardConfig
+from antiloop.detectors import (
+    AnyOf,
+    Cycle,
+    Detector,
+    DetectorFn,
+    FailStreak,
+    Goal,
+    MaxSteps,
+    Repeat,
+    Stagnation,
+)
+from antiloop.errors import (
+    ApprovalDenied,
+    BudgetExceeded,
+    GoalReached,
+    Halt,
+    LoopDetected,
+)
+from antiloop.events import Step, step_from_dict
+from antiloop.history import (
+    History,
+    MessageRecord,
+    SessionState,
+    StepRecord,
+    StreamState,
+    key_digest,
+)
+from antiloop.readings import read_result, same_result
+from antiloop.verdict import Action, Verdict
+
+if TYPE_CHECKING:
+    from antiloop.embed import Embedder
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_bound_session: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "antiloop_session", default=None
+)
+_STOPPED_KEPT = 64
+_ACTIONS = {a.name.lower(): a for a in Action}
+
+
+class LazyEmbedder:
+    """An embedder chosen by name and loaded only when a semantic check first needs it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._inner: Embedder | None = None
+
+    def __repr__(self) -> str:
+        return f"LazyEmbedder({self.name!r})"
+
+    @property
+    def inner(self) -> Embedder:
+        """The embedder itself, loaded on first use."""
+        if self._inner is None:
+            from antiloop.embed import get_embedder
+
+            self._inner = get_embedder(self.name)
+        return self._inner
+
+    @property
+    def id(self) -> str:
+        """The loaded embedder's model id."""
+        return self.inner.id
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed with the loaded embedder."""
+        return self.inner.embed(texts)
+
+
+class Listener:
+    """Observes the guard's decisions; cannot change them. Override what you need."""
+
+    def on_verdict(self, step: Step, verdict: Verdict) -> None:
+        """Called after every recorded step with the verdict the guard returned."""
+
+    def on_reset(self, session: str, reason: str) -> None:
+        """Called when a session's windows are reset (a person spoke)."""
+
+
+def default_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
+    """The detectors the config switches on, composed with ``|``."""
+    on = set(config.detectors)
+    parts: list[Detector] = []
+    if "repeat" in on:
+        repeat: Detector = Repeat(config.repeat_threshold)
+        if config.repeat_action != "stop":
+            repeat = repeat.with_action(_ACTIONS[config.repeat_action])
+        parts.append(repeat)
+    if "cycle" in on and config.cycle_max_period >= 2:
+        parts.append(Cycle(config.cycle_max_period))
+    if "fail-streak" in on and config.failure_streak >= 1:
+        parts.append(FailStreak(config.failure_streak))
+    if "max-steps" in on:
+        parts.append(MaxSteps(config.budget))
+    if "goal" in on:
+        parts.append(Goal(embedder, config.goal_threshold, config.min_steps))
+    if "stagnation" in on:
+        parts.append(
+            Stagnation(
+                embedder, config.stagnation_threshold, config.stagnation_window, config.min_steps
+            )
+        )
+    return AnyOf(parts)
+
+
+class Guard:
+    """Keeps agents from looping: judges each step and remembers what it needs, nothing more.
+
+    Args:
+        detector: the policy; by default the one ``config`` describes.
+        config: thresholds and switches (PROTOCOL.md section 7).
+        embedder: for the goal and stagnation checks; by default ``config.embedder``, loaded
+            on first use.
+        listeners: observers of every verdict (audit logs, metrics).
+        approver: called with an ``ask`` verdict by ``enforce()``; returns True to go on.
+        mode: ``enforce`` (default) or ``shadow``: judge and log everything, never block.
+
+    Example:
+        >>> guard = Guard()
+        >>> step = Step(tool="grep", args={"pattern": "x"}, output="a")
+        >>> guard.record(step).action.wire, guard.record(step).action.wire
+        ('continue', 'stop')
+    """
+
+    def __init__(
+        self,
+        detector: Detector | DetectorFn | None = None,
+        *,
+        config: GuardConfig | None = None,
+        embedder: Embedder | None = None,
+        listeners: Sequence[Listener] = (),
+        approver: Callable[[Verdict], bool] | None = None,
+        mode: str | None = None,
+    ) -> None:
+        self.config = config or GuardConfig()
+        self.embedder: Embedder = embedder or LazyEmbedder(self.config.embedder)
+        self.detector: Detector | DetectorFn = (
+            detector if detector is not None else default_detector(self.config, self.embedder)
+        )
+        self.listeners = list(listeners)
+        self.approver = approver
+        self.mode = mode or self.config.mode
+        self._allow = frozenset(t.lower() for t in self.config.allow_repeat_tools)
+        period = self.config.cycle_max_period if "cycle" in self.config.detectors else 1
+        self._lookback = max(period, 1)
+        self._window = max(2 * period, self.config.repeat_threshold, 1)
+        self._messages = self.config.stagnation_window + 1
+        self._sessions: dict[str, SessionState] = {}
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"Guard({self.detector!r}, mode={self.mode!r})"
+
+    @classmethod
+    def from_config(cls, source: str | Mapping[str, Any] | GuardConfig, **kw: Any) -> Guard:
+        """A Guard from a config file path (TOML or JSON), a mapping, or a GuardConfig."""
+        from antiloop.config import load_config
+
+        if isinstance(source, GuardConfig):
+            config = source
+        elif isinstance(source, Mapping):
+            config = GuardConfig.from_mapping(source)
+        else:
+            config = load_config(source)
+        return cls(config=config, **kw)
+
+    # -- before a call ---------------------------------------------------------------------
+
+    def check(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        agent: str = "agent",
+        paths: Sequence[str] = (),
+        cwd: str | None = None,
+    ) -> Verdict:
+        """Judge a call before it runs: refuse a stopped procedure or a call in an ended session."""
+        sid = self._session_id(session)
+        with self._lock:
+            state = self._sessions.get(sid)
+            if state is None:
+                return Verdict.ok()
+            if state.ended is not None:
+                return self._terminated(state.ended)  # type: ignore[arg-type]
+            stream = state.streams.get(agent.lower())
+            if stream is None or not stream.stopped:
+                return Verdict.ok()
+            proc = procedure_of(tool, args or {}, paths, cwd)
+            fp = stream.stopped.get(key_digest(proc.key))
+        if fp is None:
+            return Verdict.ok()
+        verdict = Verdict.block(
+            "repeat",
+            f"{proc.operation} {proc.context!r} was stopped as a loop; it is not run again.",
+            outcome="loop",
+            fingerprint=fp,
+            hint=(
+                f"This exact {proc.operation} was already stopped as a loop ({fp}). "
+                "Do something different."
+            ),
+            escalate_to=self.config.escalate_to,
+        )
+        return self._shadowed(verdict)
+
+    # -- after a call ----------------------------------------------------------------------
+
+    def record(self, step: Step | Mapping[str, Any]) -> Verdict:
+        """Record a step (a call and its result) and return the verdict on it."""
+        if not isinstance(step, Step):
+            step = step_from_dict(dict(step))
+        with self._lock:
+            verdict = self._record(step)
+        for listener in self.listeners:
+            listener.on_verdict(step, verdict)
+        return verdict
+
+    def _record(self, step: Step) -> Verdict:
+        state = self._sessions.get(step.session)
+        if state is None:
+            state = self._sessions[step.session] = SessionState()
+        elif state.ended is not None:
+            return self._terminated(state.ended)  # type: ignore[arg-type]
+        history = self._observe(state, step)
+        verdict = self.detector(history) or Verdict.ok()
+        if verdict.action is Action.CONTINUE:
+            return verdict
+        if verdict.action >= Action.ASK and verdict.detector != "goal":
+            verdict = _with(verdict, escalate_to=self.config.escalate_to)
+        if self.mode == "shadow":
+            return self._shadowed(verdict)
+        if verdict.action >= Action.BLOCK and verdict.detector in ("repeat", "cycle"):
+            stopped = history.stream.stopped
+            stopped[key_digest(history.procedure.key)] = verdict.fingerprint or ""
+            while len(stopped) > _STOPPED_KEPT:
+                del stopped[next(iter(stopped))]
+        if verdict.action is Action.STOP:
+            state.ended = verdict
+        return verdict
+
+    def _observe(self, state: SessionState, step: Step) -> History:
+        """Count the step and add it to its stream's windows; returns what detectors judge."""
+        state.steps += 1
+        if state.goal is None and step.goal:
+            state.goal = step.goal
+        agent = step.agent.lower()
+        stream = state.streams.get(agent)
+        if stream is None:
+            stream = state.streams[agent] = StreamState(
+                deque(maxlen=self._window), deque(maxlen=self._messages)
+            )
+        index = state.steps - 1
+        proc = procedure_of(step.tool, step.args, step.paths, step.cwd)
+        tool = step.tool.lower()
+        if step.failed:
+            if stream.fails and stream.fail_tool == tool:
+                stream.fails += 1
+                stream.fail_steps = (*stream.fail_steps[-15:], index)
+            else:
+                stream.fail_tool, stream.fails, stream.fail_steps = tool, 1, (index,)
+        elif stream.fails:
+            stream.fail_tool, stream.fails, stream.fail_steps = "", 0, ()
+        record = None
+        if not self._allowed(tool, proc):
+            record = self._record_of(index, tool, proc, step, stream)
+        message = None
+        if step.message is not None:
+            message = MessageRecord(
+                index,
+                step.message,
+                semantic.mask_digits(step.message),
+                semantic.is_blank(step.message),
+            )
+            stream.blanks = stream.blanks + 1 if message.blank else 0
+            stream.messages.append(message)
+        return History(step, record, proc, stream, state, message)
+
+    def _record_of(
+        self, index: int, tool: str, proc: Procedure, step: Step, stream: StreamState
+    ) -> StepRecord:
+        readings = read_result(
+            proc.operation,
+            proc.runs_something,
+            step.output,
+            step.error,
+            step.exit_code,
+            step.file_states,
+        )
+        digest = key_digest(proc.key)
+        window = stream.window
+        same: list[Any] = []
+        for back in range(1, min(self._lookback, len(window)) + 1):
+            old = window[-back]
+            same.append(same_result(old.readings, readings) if old.procedure == digest else None)
+        record = StepRecord(
+            index, tool, proc.operation, digest, proc.context, readings, tuple(same)
+        )
+        stream.run = stream.run + 1 if same and same[0] is not None else 1
+        window.append(record)
+        return record
+
+    def _allowed(self, tool: str, proc: Procedure) -> bool:
+        allow = self._allow
+        if not allow:
+            return False
+        return tool in allow or proc.operation in allow or any(p in allow for p in proc.programs)
+
+    def _terminated(self, ended: Verdict) -> Verdict:
+        return Verdict(
+            Action.STOP,
+            "terminated",
+            ended.outcome,
+            ended.fingerprint,
+            reason=f"The session already stopped ({ended.detector}): {ended.reason}",
+            hint=ended.hint,
+            escalate_to=ended.escalate_to,
+        )
+
+    def _shadowed(self, verdict: Verdict) -> Verdict:
+        if self.mode != "shadow" or verdict.action <= Action.NUDGE:
+            return verdict
+        return _with(
+            verdict,
+            action=Action.CONTINUE,
+            reason=f"[shadow: would {verdict.action.name.lower()}] {verdict.reason}",
+        )
+
+    # -- people and sessions -----------------------------------------------------------------
+
+    def reset(self, session: str | None = None, reason: str = "") -> None:
+        """Open a fresh window for a session (a person spoke): counters and windows start over."""
+        sid = self._session_id(session)
+        with self._lock:
+            state = self._sessions.get(sid)
+            if state is not None:
+                state.streams.clear()
+                state.ended = None
+        for listener in self.listeners:
+            listener.on_reset(sid, reason)
+
+    def forget(self, session: str) -> None:
+        """Drop everything remembered about a session."""
+        with self._lock:
+            self._sessions.pop(session, None)
+
+    def ended(self, session: str | None = None) -> Verdict | None:
+        """The verdict that ended a session, or None while it goes on."""
+        state = self._sessions.get(self._session_id(session))
+        return state.ended if state else None  # type: ignore[return-value]
+
+    @property
+    def sessions(self) -> list[str]:
+        """The ids of the sessions the guard remembers."""
+        return list(self._sessions)
+
+    def enforce(self, verdict: Verdict, session: str | None = None) -> Verdict:
+        """Raise the matching ``Halt`` for a blocking verdict; return the verdict otherwise.
+
+        An ``ask`` goes to the approver when there is one; without one it passes.
+        """
+        sid = self._session_id(session)
+        if verdict.action is Action.ASK and self.approver is not None:
+            if not self.approver(verdict):
+                raise ApprovalDenied(verdict, sid)
+            return verdict
+        if verdict.action < Action.BLOCK:
+            return verdict
+        raise _halt_for(verdict)(verdict, sid)
+
+    @contextlib.contextmanager
+    def session(self, session: str | None = None) -> Iterator[str]:
+        """Bind a session id for ``check``, ``record`` defaults and ``wrap``; yields the id."""
+        sid = session or uuid.uuid4().hex
+        token = _bound_session.set(sid)
+        try:
+            yield sid
+        finally:
+            _bound_session.reset(token)
+
+    def _session_id(self, session: str | None) -> str:
+        return session or _bound_session.get() or "default"
+
+    def step(self, tool: str, args: Mapping[str, Any] | None = None, **fields: Any) -> Step:
+        """Build a Step in the bound session (``session=`` overrides it)."""
+        fields.setdefault("session", self._session_id(None))
+        return Step(tool=tool, args=dict(args or {}), **fields)
+
+    # -- the decorator ---------------------------------------------------------------------
+
+    @overload
+    def wrap(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+    @overload
+    def wrap(
+        self, *, tool: str | None = None, agent: str = "agent"
+    ) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+    def wrap(
+        self,
+        fn: Callable[P, R] | None = None,
+        /,
+        *,
+        tool: str | None = None,
+        agent: str = "agent",
+    ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+        """Guard a plain Python tool function: a loop raises ``LoopDetected``.
+
+        Example:
+            >>> guard = Guard()
+            >>> @guard.wrap
+            ... def search(pattern: str) -> str:
+            ...     return "no matches"
+            >>> search("x")
+            'no matches'
+            >>> search("x")  # doctest: +ELLIPSIS
+            Traceback (most recent call last):
+            ...
+            antiloop.errors.LoopDetected: search 'x' ran twice in a row ...
+        """
+
+        def decorate(func: Callable[P, R]) -> Callable[P, R]:
+            return _Wrapped(self, func, tool or func.__name__, agent).build()
+
+        return decorate(fn) if fn is not None else decorate
+
+
+@dataclass(frozen=True, slots=True)
+class _Wrapped:
+    guard: Guard
+    func: Callable[..., Any]
+    tool: str
+    agent: str
+
+    def build(self) -> Any:
+        func = self.func
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def async_call(*args: Any, **kwargs: Any) -> Any:
+                call = self._before(args, kwargs)
+                try:
+                    result = await func(*args, **kwargs)
+                except Exception as exc:
+                    self._after(call, None, exc)
+                    raise
+                self._after(call, result, None)
+                return result
+
+            return async_call
+
+        @functools.wraps(func)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            step_args = self._before(args, kwargs)
+            try:
+                result = func(*args, **kwargs)
+            except Exception as exc:
+                self._after(step_args, None, exc)
+                raise
+            self._after(step_args, result, None)
+            return result
+
+        return call
+
+    def _before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        try:
+            bound = inspect.signature(self.func).bind(*args, **kwargs)
+            bound.apply_defaults()
+            step_args = {k: _jsonable(v) for k, v in bound.arguments.items()}
+        except (TypeError, ValueError):
+            step_args = {
+                "args": [_jsonable(a) for a in args],
+                **{k: _jsonable(v) for k, v in kwargs.items()},
+            }
+        guard = self.guard
+        guard.enforce(guard.check(self.tool, step_args, agent=self.agent))
+        return step_args
+
+    def _after(self, step_args: dict[str, Any], result: Any, exc: BaseException | None) -> None:
+        guard = self.guard
+        step = guard.step(
+            self.tool,
+            step_args,
+            agent=self.agent,
+            output=None if exc is not None else _as_text(result),
+            error=None if exc is None else f"{type(exc).__name__}: {exc}",
+        )
+        verdict = guard.record(step)
+        if exc is not None and verdict.action >= Action.BLOCK:
+            raise _halt_for(verdict)(verdict, step.session) from exc
+        guard.enforce(verdict, step.session)
+
+
+def _halt_for(verdict: Verdict) -> type[Halt]:
+    if verdict.detector == "goal":
+        return GoalReached
+    if verdict.detector == "max-steps" or verdict.outcome == "budget":
+        return BudgetExceeded
+    return LoopDetected
+
+
+def _with(verdict: Verdict, **changes: Any) -> Verdict:
+    from dataclasses import replace
+
+    return replace(verdict, **changes)
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return repr(value)
+
+
+def _as_text(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    try:
+        return json.dumps(result, sort_keys=True, default=repr, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(result)

@@ -1,0 +1,113 @@
+"""What the guard remembers of each stream: compact step records, counters and messages.
+
+Nothing here keeps a whole output: a step is remembered as digests and readings. The windows
+are bounded by the configuration (cycle period, repeat threshold, stagnation window).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections import deque
+from dataclasses import dataclass, field
+
+from antiloop.canonical import Procedure
+from antiloop.events import Step
+from antiloop.readings import Readings, SameResult
+
+
+def key_digest(key: str) -> str:
+    """A short stable digest of a canonical procedure key."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One step of a stream, as the loop detectors need it.
+
+    Attributes:
+        index: the step's 0-based number in its session.
+        tool: the tool name, lower-cased.
+        operation: the operation of PROTOCOL.md section 3.1.
+        procedure: a digest of the canonical procedure key.
+        context: the fingerprint context.
+        readings: the result readings.
+        same_as: ``same_as[p - 1]`` says how this step is the same (procedure and result) as
+            the visible step ``p`` places back in its stream, or ``None`` when it is not.
+    """
+
+    index: int
+    tool: str
+    operation: str
+    procedure: str
+    context: str
+    readings: Readings
+    same_as: tuple[SameResult | None, ...] = ()
+
+
+@dataclass(slots=True)
+class MessageRecord:
+    """A message of the agent, for the semantic checks."""
+
+    index: int
+    text: str
+    masked: str
+    blank: bool
+    vector: array[float] | None = None
+
+
+@dataclass(slots=True)
+class StreamState:
+    """The remembered state of one (session, agent) stream."""
+
+    window: deque[StepRecord]
+    messages: deque[MessageRecord]
+    run: int = 0
+    fail_tool: str = ""
+    fails: int = 0
+    fail_steps: tuple[int, ...] = ()
+    blanks: int = 0
+    stopped: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SessionState:
+    """The remembered state of one session: its step count, goal, streams and end."""
+
+    steps: int = 0
+    goal: str | None = None
+    goal_vector: array[float] | None = None
+    streams: dict[str, StreamState] = field(default_factory=dict)
+    ended: object | None = None  # the Verdict that ended the session
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """The read-only view a detector judges: the current step and what came before it.
+
+    Attributes:
+        step: the step being judged.
+        record: its compact record, or ``None`` when the step is invisible to the loop
+            detectors (a tool allowed to repeat).
+        procedure: its canonical procedure.
+        stream: the state of its stream, the current step already included.
+        session: the state of its session, the current step already counted.
+        message: the step's message record, when it has a message.
+    """
+
+    step: Step
+    record: StepRecord | None
+    procedure: Procedure
+    stream: StreamState
+    session: SessionState
+    message: MessageRecord | None = None
+
+    @property
+    def count(self) -> int:
+        """The 1-based count of this step in its session."""
+        return self.session.steps
+
+    @property
+    def agent(self) -> str:
+        """The agent name, lower-cased."""
+        return self.step.agent.lower()

@@ -1,0 +1,114 @@
+"""`antiloop check`: the section 7 contract, end to end."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import tracemalloc
+
+from antiloop import Guard
+from antiloop.commands.check import judge_stream
+
+GREP = {"tool": "grep", "args": {"pattern": "x"}, "output": "a\n"}
+
+
+def run_cli(*args, stdin=""):
+    return subprocess.run(
+        [sys.executable, "-m", "antiloop", "check", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def lines(text):
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_one_verdict_per_non_blank_line_and_exit_3():
+    """Every non-blank line gets a verdict; a loop stop exits 3."""
+    stream = "\n".join([json.dumps(GREP), "", "{not json", json.dumps(GREP), ""]) + "\n"
+    proc = run_cli("-", stdin=stream)
+    assert proc.returncode == 3, proc.stderr
+    out = lines(proc.stdout)
+    assert [v["index"] for v in out] == [0, 1, 2]
+    assert out[1]["action"] == "invalid"
+    assert "line 3" in out[1]["reason"]
+    assert out[2]["action"] == "stop"
+    assert out[2]["detector"] == "repeat"
+    assert set(out[2]) == {"index", "action", "detector", "outcome", "fingerprint", "reason"}
+
+
+def test_goal_only_exits_0(tmp_path):
+    """A session that only reached its goal exits 0."""
+    goal = "Write the release notes for version two."
+    steps = [
+        {"tool": "read", "args": {"path": f"n{i}"}, "output": str(i), "goal": goal, "message": m}
+        for i, m in enumerate(["Reading.", "Writing.", goal])
+    ]
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"min_steps": 1, "embedder": "ngram"}))
+    proc = run_cli("--config", str(config), stdin="".join(json.dumps(s) + "\n" for s in steps))
+    assert proc.returncode == 0, proc.stderr
+    assert lines(proc.stdout)[-1]["detector"] == "goal"
+
+
+def test_bad_arguments_exit_2():
+    """An unreadable file or an unknown config key exits 2 with a one-line message."""
+    proc = run_cli("/nonexistent/steps.jsonl")
+    assert proc.returncode == 2
+    assert "cannot read /nonexistent/steps.jsonl" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_unknown_config_key_exits_2(tmp_path):
+    """An unknown config key is named and exits 2."""
+    config = tmp_path / "c.json"
+    config.write_text('{"max_stepz": 3}')
+    proc = run_cli("--config", str(config), stdin=json.dumps(GREP))
+    assert proc.returncode == 2
+    assert "unknown key 'max_stepz'" in proc.stderr
+
+
+def test_bad_lines_keep_the_steps_around_them_consecutive():
+    """A bad line between two identical steps does not break their run."""
+    raw = [json.dumps(GREP), '{"tool": ""}', '{"tool": "x", "args": []}', "[1]", json.dumps(GREP)]
+    out = io.StringIO()
+    code = judge_stream(io.BytesIO("\n".join(raw).encode()), out, Guard())
+    verdicts = lines(out.getvalue())
+    assert [v["action"] for v in verdicts] == ["continue", "invalid", "invalid", "invalid", "stop"]
+    assert "'tool' is empty" in verdicts[1]["reason"]
+    assert "'args' must be an object" in verdicts[2]["reason"]
+    assert code == 3
+
+
+def test_memory_stays_bounded_by_the_windows():
+    """Many steps over many sessions keep only the windows, not the outputs."""
+    guard = Guard()
+    out = io.StringIO()
+
+    def stream(n):
+        buf = io.BytesIO()
+        for i in range(n):
+            step = {
+                "session": f"s{i % 200}",
+                "tool": "Bash",
+                "args": {"command": f"grep -rn name{i} src"},
+                "output": f"src/a.py:{i}:" + "x" * 2000,
+            }
+            buf.write(json.dumps(step).encode() + b"\n")
+        buf.seek(0)
+        return buf
+
+    judge_stream(stream(2000), out, guard)
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    judge_stream(stream(6000), io.StringIO(), guard)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    # 6,000 more steps of 2 KB output each: growth far below one output per step
+    assert grown < 2000 * 200, grown
