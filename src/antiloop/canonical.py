@@ -1,0 +1,1255 @@
+"""Same procedure (PROTOCOL.md section 3): operations, canonical parameters and context.
+
+``procedure_of(tool, args, paths, cwd)`` turns one tool call into a :class:`Procedure`. Two
+steps are the same procedure exactly when their ``key`` strings are equal. The work is a chain
+of small pure steps:
+
+1. the **operation** (3.1): the tool table, or for a shell tool the command it runs, looking
+   through wrappers (``npx``, ``timeout 5``, ``VAR=x``, a leading ``cd DIR &&``…) and chains;
+2. the **parameters** (3.2): JSON forms (key order, ``10`` = ``10.0``, surrounding white space),
+   shell words (quoting and spacing vanish; flags commute for the search and list programs),
+   multi-line bodies (trailing spaces aside), paths (``./a/b`` = ``a/b/`` = ``/cwd/a/b``) and
+   search patterns as word sequences (``double.*Jump`` = ``doubleJump``);
+3. the **context** (3.3): the files and file patterns touched, after path canonicalisation.
+
+Shell parsing is cached per (command, cwd): an agent's repeats hit the cache.
+
+Example:
+    >>> procedure_of("Bash", {"command": "grep -rn 'double.*Jump' src/"}).context
+    'double jump@src'
+    >>> procedure_of("Grep", {"pattern": "doubleJump", "path": "./src"}).context
+    'double jump@src'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+__all__ = [
+    "Procedure",
+    "canonical_json",
+    "canonical_path",
+    "canonical_value",
+    "operation_of_tool",
+    "pattern_words",
+    "procedure_of",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Procedure:
+    """What a step did, in canonical form: equal ``key`` means the same procedure (section 3).
+
+    Attributes:
+        operation: the section 3.1 operation (``grep``, ``read``, ``edit``, ``list``, ``search``,
+            ``fetch``, ``test``, ``build``, ``bash``) or another tool's normalised name.
+        key: the canonical identity: operation, canonical parameters and context.
+        context: the section 6 fingerprint context, not yet cut to 80 characters.
+        paths: canonical paths and file patterns touched (section 3.3), sorted, deduplicated.
+        programs: for shell tools, the programs run (after wrappers); ``()`` otherwise.
+        runs_something: True for ``bash``/``test``/``build`` and tools outside the table.
+
+    Example:
+        >>> p = procedure_of("Read", {"file_path": "/w/src/a.ts"}, cwd="/w")
+        >>> (p.operation, p.context, p.paths)
+        ('read', 'src/a.ts', ('src/a.ts',))
+    """
+
+    operation: str
+    key: str
+    context: str
+    paths: tuple[str, ...]
+    programs: tuple[str, ...]
+    runs_something: bool
+
+
+# --------------------------------------------------------------------------------------------
+# 3.1 The operation table
+# --------------------------------------------------------------------------------------------
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_TABLE: dict[str, str] = {}
+for _op, _tool_names in (
+    (
+        "grep",
+        "grep grep_search search_files search_file_content find_in_files ripgrep",
+    ),
+    ("read", "read read_file read_many_files view_file open_file cat"),
+    (
+        "edit",
+        "edit multiedit write notebookedit edit_file write_file write_to_file create_file replace"
+        " apply_diff apply_patch str_replace str_replace_editor str_replace_based_edit_tool"
+        " insert_content",
+    ),
+    (
+        "list",
+        "glob ls list_dir list_directory list_files find_files find_by_name",
+    ),
+    ("search", "websearch web_search google_search search_web"),
+    ("fetch", "webfetch web_fetch fetch browse"),
+):
+    for _name in _tool_names.split():
+        _TABLE[_name] = _op
+
+_SHELL_TOOLS = _names(
+    "bash shell sh terminal run_shell_command run_command execute_command execute_bash"
+    " exec_command run_terminal_cmd local_shell run_in_terminal"
+)
+_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
+_EDITOR_TEXT_KEYS = ("old_str", "new_str", "file_text", "insert_line", "content")
+_RUNS = frozenset({"bash", "test", "build"})
+_NOT_RUNS = frozenset({"grep", "read", "edit", "list", "search", "fetch"})
+_RANK = {"bash": 0, "read": 1, "list": 2, "grep": 3, "edit": 4, "build": 5, "test": 6}
+_TOOL_CHARS = re.compile(r"[^a-z0-9._-]")
+
+# Argument keys that are the agent's commentary, not parameters of the call.
+_COMMENTARY = frozenset(
+    {"thought", "explanation", "impl_source", "confirmation_state", "security_risk"}
+)
+# Shell tools also carry a human description of the command (Claude Code's Bash).
+_SHELL_COMMENTARY = _COMMENTARY | {"description"}
+_COMMAND_KEYS = ("command", "cmd", "script", "input")
+
+
+@lru_cache(maxsize=512)
+def operation_of_tool(tool: str) -> str | None:
+    """The table operation for a tool name (case-insensitive); None for shell tools.
+
+    Another tool's operation is its name lower-cased, characters other than ``a-z0-9._-``
+    made ``-``.
+
+    Example:
+        >>> operation_of_tool("Grep"), operation_of_tool("Bash"), operation_of_tool("My Tool")
+        ('grep', None, 'my-tool')
+    """
+    low = tool.lower()
+    if low in _SHELL_TOOLS:
+        return None
+    op = _TABLE.get(low)
+    if op is not None:
+        return op
+    return _TOOL_CHARS.sub("-", low)
+
+
+# --------------------------------------------------------------------------------------------
+# 3.2 JSON forms, multi-line bodies, paths, pattern words
+# --------------------------------------------------------------------------------------------
+
+_TRAILING_WS = re.compile(r"[ \t\r\f\v]+(?=\n|\Z)")
+
+
+def _canon_text(text: str) -> str:
+    """A string parameter: surrounding white space vanishes; a multi-line body keeps its lines.
+
+    A multi-line body compares verbatim except trailing spaces on each line and blank lines
+    around it; indentation is content.
+    """
+    if "\n" not in text:
+        return text.strip()
+    return _TRAILING_WS.sub("", text).strip("\n")
+
+
+def canonical_value(value: Any) -> Any:
+    """A JSON value in canonical form: integral floats as ints, strings trimmed, nested too.
+
+    Example:
+        >>> canonical_value({"b": 10.0, "a": [" x ", 1.5]})
+        {'b': 10, 'a': ['x', 1.5]}
+    """
+    if isinstance(value, str):
+        return _canon_text(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, Mapping):
+        return {str(k): canonical_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [canonical_value(v) for v in value]
+    return str(value)
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON with sorted keys of a canonical value (``canonical_value`` applied first).
+
+    Example:
+        >>> canonical_json({"b": 10.0, "a": " x "})
+        '{"a":"x","b":10}'
+    """
+    return _dumps(canonical_value(value))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+@lru_cache(maxsize=4096)
+def canonical_path(path: str, cwd: str | None = None) -> str | None:
+    """A path in canonical form, or None when the text is not a path (a URL, ``./...``).
+
+    ``./a/b``, ``a/b/``, ``a//b`` and an absolute path under ``cwd`` all become ``a/b``;
+    ``.`` stays ``.`` (an explicit ``.`` is not an implicit one); ``..`` is kept.
+
+    Example:
+        >>> canonical_path("./src//app/"), canonical_path("/w/src", "/w"), canonical_path("./...")
+        ('src/app', 'src', None)
+    """
+    p = path.strip()
+    if not p or "..." in p or _URL.match(p):
+        return None
+    absolute = p.startswith("/")
+    if "/" in p or p.startswith("."):
+        parts = [s for s in p.split("/") if s and s != "."]
+        p = "/".join(parts)
+        if absolute:
+            p = "/" + p
+        elif not p:
+            p = "."
+    if absolute and cwd:
+        base = canonical_path(cwd)
+        if base and base.startswith("/"):
+            if p == base:
+                return "."
+            if base == "/":
+                return p[1:] or "."
+            if p.startswith(base + "/"):
+                return p[len(base) + 1 :]
+    return p
+
+
+_WORD_RUN = re.compile(r"[^\W_]+|\|")
+_REGEX_NOISE = re.compile(
+    r"\\[A-Za-z]"  # escapes such as \b \s \w \d
+    r"|\[\^?\]?(?:\[:[a-z]+:\]|[^\]])*\]"  # bracket classes, with POSIX classes inside
+    r"|\{\d*(?:,\d*)?\}"  # counted repetition {2,3}
+    r"|\(\?[A-Za-z-]*\)"  # inline flags (?i)
+)
+_CASE_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _split_case(run: str) -> list[str]:
+    if run.isascii():
+        return _CASE_SPLIT.sub(" ", run).split()
+    words: list[str] = []
+    start = 0
+    for i in range(1, len(run)):
+        prev, cur = run[i - 1], run[i]
+        nxt = run[i + 1] if i + 1 < len(run) else ""
+        if (cur.isupper() and (prev.islower() or prev.isdigit())) or (
+            prev.isupper() and cur.isupper() and nxt.islower()
+        ):
+            words.append(run[start:i])
+            start = i
+    words.append(run[start:])
+    return words
+
+
+@lru_cache(maxsize=4096)
+def pattern_words(pattern: str) -> str:
+    """A search pattern's word sequence, words lower-cased and joined by one space.
+
+    Words split at every character that is not a letter or digit and at case boundaries;
+    regex escapes, bracket classes and counted repetitions vanish; ``|`` stays a word.
+
+    Example:
+        >>> pattern_words("double.*Jump"), pattern_words("HTTPServer|foo_bar")
+        ('double jump', 'http server | foo bar')
+    """
+    text = (
+        _REGEX_NOISE.sub(" ", pattern)
+        if ("\\" in pattern or "[" in pattern or "{" in pattern or "(?" in pattern)
+        else pattern
+    )
+    words: list[str] = []
+    for run in _WORD_RUN.findall(text):
+        if run == "|" or run.islower() or run.isdigit():
+            words.append(run)
+        else:
+            words.extend(w.lower() for w in _split_case(run))
+    return " ".join(words)
+
+
+# --------------------------------------------------------------------------------------------
+# Shell: tokens
+# --------------------------------------------------------------------------------------------
+
+_OPERATORS = {
+    op: len(op)
+    for op in (
+        "&&", "||", ";;", "|&", "&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<>", "<&",
+        ";", "&", "|", "<", ">", "(", ")",
+    )
+}  # fmt: skip
+_REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<>", "<&", "<", ">"})
+_WRITES = frozenset({"&>>", "&>", ">>", ">|", ">", "<>"})
+_META = " \t\r\n;&|<>()"
+_PLAIN_RUN = re.compile(r"[^\s;&|<>()'\"\\$`]+")
+_SIMPLE_COMMAND = re.compile(r"[A-Za-z0-9_./=:@%+,*?~^-]+(?: +[A-Za-z0-9_./=:@%+,*?~^-]+)*")
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(slots=True)
+class _Redir:
+    """One redirection: operator (with its fd), target word or heredoc body."""
+
+    op: str
+    target: str
+    heredoc: bool = False
+    quoted: bool = False
+
+
+# A token: a word (str), a separator ("&&", "|", ";", "&", "(", ")"…) or a redirection.
+_Token = tuple[str, str] | _Redir
+
+
+def _skip_group(s: str, i: int, open_ch: str, close_ch: str) -> int:
+    """Index just after the ``close_ch`` matching the ``open_ch`` at ``s[i]``; quote-aware."""
+    depth = 0
+    n = len(s)
+    while i < n:
+        c = s[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "'":
+            j = s.find("'", i + 1)
+            i = n if j < 0 else j + 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and s[i] != '"':
+                i += 2 if s[i] == "\\" else 1
+            i += 1
+            continue
+        if c == open_ch:
+            depth += 1
+        elif c == close_ch:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return n
+
+
+def _skip_backtick(s: str, i: int) -> int:
+    n = len(s)
+    i += 1
+    while i < n and s[i] != "`":
+        i += 2 if s[i] == "\\" else 1
+    return min(i + 1, n)
+
+
+_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a",
+                 "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v"}  # fmt: skip
+
+
+def _read_word(s: str, i: int) -> tuple[str, int, bool]:
+    """Read one shell word from ``s[i]``: (text with quotes removed, end index, quoted)."""
+    n = len(s)
+    buf: list[str] = []
+    quoted = False
+    while i < n:
+        m = _PLAIN_RUN.match(s, i)
+        if m:
+            buf.append(m.group())
+            i = m.end()
+            continue
+        c = s[i]
+        if c in _META or c.isspace():
+            break
+        if c == "'":
+            j = s.find("'", i + 1)
+            j = n if j < 0 else j
+            buf.append(s[i + 1 : j])
+            quoted = True
+            i = j + 1
+        elif c == '"':
+            quoted = True
+            i += 1
+            while i < n and s[i] != '"':
+                ch = s[i]
+                if ch == "\\" and i + 1 < n and s[i + 1] in '"\\$`\n':
+                    if s[i + 1] != "\n":
+                        buf.append(s[i + 1])
+                    i += 2
+                elif ch == "$" and s.startswith("$(", i):
+                    j = _skip_group(s, i + 1, "(", ")")
+                    buf.append(s[i:j])
+                    i = j
+                elif ch == "`":
+                    j = _skip_backtick(s, i)
+                    buf.append(s[i:j])
+                    i = j
+                else:
+                    buf.append(ch)
+                    i += 1
+            i += 1
+        elif c == "\\":
+            if i + 1 < n and s[i + 1] != "\n":
+                buf.append(s[i + 1])
+            i += 2
+        elif c == "`":
+            j = _skip_backtick(s, i)
+            buf.append(s[i:j])
+            i = j
+        elif c == "$" and i + 1 < n and s[i + 1] in "'({":
+            nxt = s[i + 1]
+            if nxt == "'":
+                quoted = True
+                i += 2
+                while i < n and s[i] != "'":
+                    if s[i] == "\\" and i + 1 < n:
+                        buf.append(_ANSI_ESCAPES.get(s[i + 1], "\\" + s[i + 1]))
+                        i += 2
+                    else:
+                        buf.append(s[i])
+                        i += 1
+                i += 1
+            else:
+                j = _skip_group(s, i + 1, nxt, ")" if nxt == "(" else "}")
+                buf.append(s[i:j])
+                i = j
+        else:  # a lone "$"
+            buf.append(c)
+            i += 1
+    return "".join(buf), min(i, n), quoted
+
+
+def _tokenize(s: str) -> list[_Token]:
+    """Split a command into words, separators and redirections (a subset of POSIX sh)."""
+    tokens: list[_Token] = []
+    pending: list[tuple[_Redir, str, bool]] = []  # heredocs waiting for their bodies
+    n = len(s)
+    i = 0
+    while i < n:
+        c = s[i]
+        if c == "\n":
+            tokens.append(("sep", ";"))
+            i += 1
+            for redir, delim, strip_tabs in pending:
+                lines: list[str] = []
+                while i < n:
+                    j = s.find("\n", i)
+                    j = n if j < 0 else j
+                    line = s[i:j]
+                    i = j + 1
+                    if strip_tabs:
+                        line = line.lstrip("\t")
+                    if line == delim:
+                        break
+                    lines.append(line)
+                redir.target = "\n".join(lines)
+            pending.clear()
+            continue
+        if c in " \t\r" or c.isspace():
+            i += 1
+            continue
+        if c == "\\" and s.startswith("\\\n", i):
+            i += 2
+            continue
+        if c == "#":
+            j = s.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if c in ";&|<>()":
+            op = s[i : i + 3] if s[i : i + 3] in _OPERATORS else s[i : i + 2]
+            if op not in _OPERATORS:
+                op = c
+            i += len(op)
+            if op in _REDIRECTS:
+                fd = ""
+                last = tokens[-1] if tokens else None
+                if isinstance(last, tuple) and last[0] == "fd":
+                    fd = last[1]
+                    tokens.pop()
+                while i < n and s[i] in " \t":
+                    i += 1
+                target, i, quoted = _read_word(s, i)
+                redir = _Redir(fd + op, target)
+                if op in ("<<", "<<-"):
+                    redir.heredoc, redir.quoted = True, quoted
+                    pending.append((redir, target, op == "<<-"))
+                tokens.append(redir)
+            else:
+                tokens.append(("sep", op))
+            continue
+        word, j, quoted = _read_word(s, i)
+        if not quoted and j < n and s[j] in "<>" and _DIGITS.fullmatch(word):
+            tokens.append(("fd", word))
+        else:
+            tokens.append(("w", word))
+        i = j
+    return tokens
+
+
+# --------------------------------------------------------------------------------------------
+# Shell: commands, wrappers, program tables
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Cmd:
+    """A simple command: its words, its redirections and the separator after it."""
+
+    words: list[str]
+    redirs: list[_Redir]
+    sep: str
+
+
+def _commands(tokens: list[_Token]) -> list[_Cmd]:
+    """Group tokens into simple commands; newlines read as ``;``; parentheses only group."""
+    cmds: list[_Cmd] = []
+    words: list[str] = []
+    redirs: list[_Redir] = []
+    for tok in tokens:
+        if isinstance(tok, _Redir):
+            redirs.append(tok)
+        elif tok[0] == "w":
+            words.append(tok[1])
+        elif tok[1] in ("(", ")"):
+            continue
+        elif words or redirs:
+            cmds.append(_Cmd(words, redirs, tok[1]))
+            words, redirs = [], []
+        elif cmds and cmds[-1].sep == ";":
+            cmds[-1].sep = tok[1]
+    if words or redirs:
+        cmds.append(_Cmd(words, redirs, ""))
+    if cmds and cmds[-1].sep == ";":
+        cmds[-1].sep = ""
+    return cmds
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """How a program reads its arguments: which flags take a value, what its operands are."""
+
+    short: str = ""  # short flags that take a value
+    long: frozenset[str] = frozenset()  # long flags (without ``--``) that take a value
+    search: bool = False  # the first operand is a search pattern (grep family)
+    commute: bool = False  # flags commute (search and list programs)
+    rest: frozenset[str] = frozenset()  # flags that take every word after them (fd -x)
+    no_pattern: frozenset[str] = frozenset()  # with one of these, no operand is a pattern
+
+
+_GREP_LONG = _names(
+    "regexp file max-count after-context before-context context include exclude exclude-dir"
+    " exclude-from label binary-files devices directories group-separator"
+)
+_RG_LONG = _names(
+    "regexp file glob iglob type type-not after-context before-context context max-count"
+    " max-columns max-depth threads replace encoding type-add type-clear ignore-file pre"
+    " pre-glob sort sortr colors color context-separator field-match-separator"
+    " field-context-separator path-separator max-filesize dfa-size-limit regex-size-limit"
+    " engine hostname-bin hyperlink-format generate"
+)
+_NO_PATTERN = frozenset({"-e", "--regexp", "-f", "--file"})  # grep -e X: operands are paths
+_SPECS: dict[str, _Spec] = {
+    "grep": _Spec("efmABCdD", _GREP_LONG, search=True, commute=True, no_pattern=_NO_PATTERN),
+    "rg": _Spec(
+        "efgtTABCmMdjrE",
+        _RG_LONG,
+        search=True,
+        commute=True,
+        no_pattern=_NO_PATTERN | {"--files", "--type-list"},
+    ),
+    "ag": _Spec(
+        "ABCGgmpW",
+        _names(
+            "after before context file-search-regex max-count depth ignore ignore-dir"
+            " path-to-ignore pager width workers color-line-number color-match color-path"
+        ),
+        search=True,
+        commute=True,
+        no_pattern=_NO_PATTERN | {"-g"},
+    ),
+    "ack": _Spec(
+        "ABCmg",
+        _names(
+            "after-context before-context context max-count type ignore-dir noignore-dir"
+            " ignore-file match output files-from pager color-filename color-match color-lineno"
+        ),
+        search=True,
+        commute=True,
+        no_pattern=_NO_PATTERN | {"-g", "-f", "--match"},
+    ),
+    "git grep": _Spec(
+        "efmABC",
+        _names("regexp file max-count after-context before-context context max-depth threads"),
+        search=True,
+        commute=True,
+        no_pattern=_NO_PATTERN,
+    ),
+    "ls": _Spec(
+        "IwT",
+        _names(
+            "ignore hide width tabsize block-size format sort time time-style quoting-style"
+            " indicator-style"
+        ),
+        commute=True,
+    ),
+    "fd": _Spec(
+        "etEdSocjxX",
+        _names(
+            "extension type exclude max-depth min-depth exact-depth size changed-within"
+            " changed-before owner threads color exec exec-batch base-directory search-path"
+            " path-separator max-results ignore-file batch-size format"
+        ),
+        commute=True,
+        rest=_names("-x -X --exec --exec-batch"),
+    ),
+    "head": _Spec("nc", _names("lines bytes")),
+    "tail": _Spec("ncs", _names("lines bytes sleep-interval pid max-unchanged-stats")),
+    "cat": _Spec(),
+    "less": _Spec("bhjpPtTxyzoOk", _names("pattern tag log-file tabs shift")),
+    "more": _Spec("n"),
+    "nl": _Spec(
+        "bdfhilnsvw",
+        _names(
+            "body-numbering section-delimiter footer-numbering header-numbering line-increment"
+            " join-blank-lines number-format number-separator starting-line-number"
+            " number-width"
+        ),
+    ),
+    "sed": _Spec("efl", _names("expression file line-length")),
+    "tee": _Spec(),
+    "patch": _Spec(
+        "pidoDFrBVzYgx",
+        _names("strip input directory output reject-file prefix suffix basename-prefix fuzz"),
+    ),
+    "tree": _Spec("LPIoHT", _names("filelimit charset sort timefmt")),
+}
+for _alias, _real in (("egrep", "grep"), ("fgrep", "grep"), ("ack-grep", "ack"), ("fdfind", "fd")):
+    _SPECS[_alias] = _SPECS[_real]
+
+_PATTERN_FLAGS = frozenset({"-e", "--regexp", "--match"})
+_GLOB_FLAGS = frozenset({"--include", "-g", "--glob", "--iglob", "-G", "--file-search-regex"})
+_READ_PROGRAMS = frozenset({"cat", "head", "tail", "less", "more", "nl"})
+_LIST_PROGRAMS = frozenset({"find", "fd", "fdfind", "ls", "tree"})
+_TEST_PROGRAMS = _names("pytest py.test unittest jest vitest mocha rspec tox nox ava phpunit ctest")
+_BUILD_PROGRAMS = frozenset({"make", "gmake", "tsc", "webpack"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+_RESERVED = _names(
+    "for while until if case select function done fi esac in then do else elif { } ! [[ ]]"
+)
+_SKIP_WORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{"})
+_FIND_PATTERNS = frozenset(
+    {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex"}
+)
+_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?$")
+_EXT = re.compile(r"\.[A-Za-z][A-Za-z0-9_]{0,9}$")
+_NOT_PATHY = re.compile(r"[\s'\"`$;&|<>()\\{}=]")
+_SED_SCRIPT = re.compile(r"^(?:\d+,?\d*)?[sy]([/|#:,@!]).*\1.*\1\w*$")
+
+
+def _base(word: str) -> str:
+    return word.rsplit("/", 1)[-1]
+
+
+def _skip_opts(words: list[str], i: int, short: str = "", long: Iterable[str] = ()) -> int:
+    """Index of the first word at or after ``i`` that is not an option of a wrapper."""
+    n = len(words)
+    while i < n:
+        w = words[i]
+        if w == "--":
+            return i + 1
+        if not w.startswith("-") or w == "-":
+            return i
+        if w.startswith("--"):
+            i += 2 if ("=" not in w and w[2:] in long) else 1
+        else:
+            i += 2 if (len(w) == 2 and w[1] in short) else 1
+    return i
+
+
+_UV_LONG = _names(
+    "with python project directory extra group package env-file with-requirements index from"
+    " only-group"
+)
+
+
+def _unwrap(words: list[str]) -> int:
+    """Index of the real command's first word, looking through wrappers (section 3.1)."""
+    i, n = 0, len(words)
+    while i < n:
+        w = words[i]
+        base = _base(w)
+        nxt = words[i + 1] if i + 1 < n else ""
+        if w in _SKIP_WORDS or (_ASSIGN.match(w) and "/" not in w.split("=", 1)[0]):
+            i += 1
+        elif base in ("time", "nohup", "command", "builtin", "exec"):
+            i = _skip_opts(words, i + 1)
+        elif base == "env":
+            i = _skip_opts(words, i + 1, "uCS", ("unset", "chdir", "split-string"))
+        elif base == "nice":
+            i = _skip_opts(words, i + 1, "n", ("adjustment",))
+        elif base == "timeout":
+            i = _skip_opts(words, i + 1, "sk", ("signal", "kill-after"))
+            i += 1 if i < n else 0  # the duration
+        elif base == "xargs":
+            i = _skip_opts(words, i + 1, "IaEdLnPs", ("max-args", "max-procs", "delimiter"))
+        elif base in ("npx", "bunx"):
+            i = _skip_opts(words, i + 1, "pc", ("package", "call"))
+        elif (base in ("npm", "pnpm") and nxt == "exec") or (
+            base in ("pnpm", "yarn") and nxt == "dlx"
+        ):
+            i = _skip_opts(words, i + 2, "pc", ("package", "call"))
+        elif base in ("uv", "poetry", "pipenv", "pdm", "hatch") and nxt == "run":
+            i = _skip_opts(words, i + 2, "p", _UV_LONG)
+        elif _PYTHON.match(base):
+            k = i + 1
+            while k < n and words[k].startswith("-") and words[k] not in ("-m", "-c", "-"):
+                k += 2 if words[k] in ("-X", "-W") else 1
+            if k + 1 < n and words[k] == "-m":
+                return k + 1  # the module is the program: python -m pytest runs pytest
+            return i
+        else:
+            return i
+    return i
+
+
+def _parse_flags(args: list[str], spec: _Spec) -> tuple[list[tuple[str, str | None]], list[int]]:
+    """Split arguments into flags (bundles split, values kept with them) and operand indices."""
+    flags: list[tuple[str, str | None]] = []
+    operands: list[int] = []
+    dashdash = False
+    i, n = 0, len(args)
+    while i < n:
+        w = args[i]
+        i += 1
+        if dashdash or w == "-" or not w.startswith("-"):
+            operands.append(i - 1)
+            continue
+        if w == "--":
+            dashdash = True
+            continue
+        if w in spec.rest:
+            flags.append((w, "\x00".join(args[i:])))
+            break
+        if w.startswith("--"):
+            name, eq, val = w.partition("=")
+            if eq:
+                flags.append((name, val))
+            elif name[2:] in spec.long and i < n:
+                flags.append((name, args[i]))
+                i += 1
+            else:
+                flags.append((name, None))
+            continue
+        k, m = 1, len(w)
+        while k < m:
+            ch = w[k]
+            if ch.isdigit():
+                e = k
+                while e < m and w[e].isdigit():
+                    e += 1
+                flags.append(("-" + w[k:e], None))
+                k = e
+            elif ch in spec.short:
+                if k + 1 < m:
+                    flags.append(("-" + ch, w[k + 1 :]))
+                elif i < n:
+                    flags.append(("-" + ch, args[i]))
+                    i += 1
+                else:
+                    flags.append(("-" + ch, None))
+                break
+            else:
+                flags.append(("-" + ch, None))
+                k += 1
+    return flags, operands
+
+
+def _run_kind(prog: str, args: list[str]) -> str | None:
+    """``test`` or ``build`` for the test runners and build tools of section 3.1, else None."""
+    if prog in _TEST_PROGRAMS:
+        return "test"
+    if prog in _BUILD_PROGRAMS:
+        return "build"
+    ops = [a for a in args if not a.startswith("-")]
+    sub = ops[0] if ops else ""
+    if prog in ("npm", "yarn", "pnpm", "bun"):
+        if sub in ("run", "run-script") and len(ops) > 1:
+            sub = ops[1]
+        elif prog == "npm" and sub in ("t", "tst"):
+            sub = "test"
+        if sub == "test" or sub.startswith("test:"):
+            return "test"
+        if sub == "build" or sub.startswith("build:"):
+            return "build"
+        return None
+    if prog in ("go", "cargo", "dotnet", "deno", "vite"):
+        if sub in ("test", "t", "nextest") and prog != "vite":
+            return "test"
+        if sub in ("build", "b") and prog != "deno":
+            return "build"
+        return None
+    if prog in ("mvn", "mvnw"):
+        if "test" in ops:
+            return "test"
+        if {"package", "install", "compile"} & set(ops):
+            return "build"
+        return None
+    if prog in ("gradle", "gradlew"):
+        if any(o == "test" or o.endswith(":test") for o in ops):
+            return "test"
+        if any(o in ("build", "assemble") or o.endswith(":build") for o in ops):
+            return "build"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Shell: one simple command, then the chain
+# --------------------------------------------------------------------------------------------
+
+
+def _pathlike(word: str) -> bool:
+    """An operand that looks like a path: it contains ``/`` or ends in a file extension."""
+    return (
+        ("/" in word or _EXT.search(word) is not None)
+        and not word.startswith("-")
+        and _NOT_PATHY.search(word) is None
+        and _SED_SCRIPT.match(word) is None
+    )
+
+
+def _canon_word(word: str, cwd: str | None) -> str:
+    """A shell word in canonical form: a multi-line body loses trailing spaces; paths canonical."""
+    if "\n" in word:
+        return _TRAILING_WS.sub("", word)
+    if _pathlike(word):
+        return canonical_path(word, cwd) or word
+    return word
+
+
+def _join(base: str | None, path: str, cwd: str | None) -> str:
+    """``path`` (canonical) seen from the directory ``base`` of a leading ``cd``."""
+    if base is None or path.startswith(("/", "~")):
+        return path
+    return canonical_path(base + "/" + path, cwd) or path
+
+
+_SAFE_WORD = re.compile(r"[^\s'\"\\;&|<>()$`#]+")
+
+
+def _render(word: str) -> str:
+    """A word as it reads in a context: quoted only where needed."""
+    if _SAFE_WORD.fullmatch(word):
+        return word
+    return "'" + word.replace("'", "'\\''") + "'"
+
+
+@dataclass(slots=True)
+class _Part:
+    """The canonical reading of one simple command of a chain."""
+
+    key: list[str]
+    text: list[str]
+    paths: list[str] = field(default_factory=list)
+    op: str = "bash"
+    program: str | None = None
+    pattern: str | None = None
+
+
+def _higher(a: str, b: str) -> str:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+def _analyse(cmd: _Cmd, cwd: str | None, base: str | None) -> _Part:
+    """Operation, canonical words, paths and search pattern of one simple command."""
+    words = cmd.words
+    j = _unwrap(words)
+    key = [_canon_word(w, cwd) for w in words[:j]]
+    text = [_render(w) for w in key]
+    part = _Part(key, text)
+    paths = part.paths
+    if j < len(words):
+        _analyse_program(part, words[j], words[j + 1 :], cwd, base)
+    for r in cmd.redirs:
+        op = r.op
+        bare = op.lstrip("0123456789")
+        if r.heredoc:
+            key.append(op + ("'" if r.quoted else "") + "\x00" + _TRAILING_WS.sub("", r.target))
+            text.append(op + "EOF")
+            continue
+        target = r.target
+        if bare in (">&", "<&") and (target.isdigit() or target == "-"):
+            key.append(op + target)
+            text.append(op + target)
+            continue
+        if bare == "<<<":
+            key.append(op + "\x00" + _canon_word(target, cwd))
+            text.append(op + " " + _render(target))
+            continue
+        ct = target if target == "/dev/null" else (canonical_path(target, cwd) or target)
+        key.append(op + "\x00" + ct)
+        text.append(op + " " + _render(ct))
+        if ct != "/dev/null":
+            paths.append(_join(base, ct, cwd))
+            if bare in _WRITES or bare == ">&":
+                part.op = _higher(part.op, "edit")
+    return part
+
+
+def _analyse_program(
+    part: _Part, prog_word: str, args: list[str], cwd: str | None, base: str | None
+) -> None:
+    """Fill ``part`` for the program ``prog_word`` run with ``args`` (wrappers already seen)."""
+    key, text, paths = part.key, part.text, part.paths
+    prog = _base(prog_word)
+    name = prog
+    head = [prog_word]
+    if prog == "git":
+        k = _skip_opts(args, 0, "Cc", ("git-dir", "work-tree", "namespace"))
+        if k < len(args) and args[k] in ("grep", "apply"):
+            if args[k] == "grep":
+                name = "git grep"
+            else:
+                part.op = "edit"
+            head += args[: k + 1]
+            args = args[k + 1 :]
+    if prog not in _RESERVED:
+        part.program = prog
+    spec = _SPECS.get(name)
+    if spec is not None and spec.commute:
+        _commuting(part, head, args, spec, cwd, base)
+        return
+    key.extend(_canon_word(w, cwd) for w in head)
+    if spec is None:
+        kind = _run_kind(prog, args)
+        if prog == "find":
+            part.op = "list"
+        elif kind is not None:
+            part.op = kind
+        key.extend(_canon_word(w, cwd) for w in args)
+        text.extend(_render(w) for w in key[len(text) :])
+        if prog == "find":
+            _find_paths(args, cwd, base, paths)
+        else:
+            canon_args = key[len(key) - len(args) :]
+            paths.extend(
+                _join(base, c, cwd) for w, c in zip(args, canon_args, strict=True) if _pathlike(w)
+            )
+        return
+    flags, operand_idx = _parse_flags(args, spec)
+    names = {f for f, _ in flags}
+    operands = [args[i] for i in operand_idx]
+    skip = -1
+    if prog == "sed":
+        if not names & {"-e", "--expression", "-f", "--file"} and operand_idx:
+            skip = operand_idx[0]
+            operands = operands[1:]
+        if "-i" in names or "--in-place" in names:
+            part.op = "edit"
+        elif names & {"-n", "--quiet", "--silent"}:
+            part.op = "read"
+    elif prog in _READ_PROGRAMS:
+        part.op = "read"
+    elif prog == "tree":
+        part.op = "list"
+    elif prog in ("tee", "patch"):
+        operands = [o for o in operands if o != "/dev/null"]
+        if operands or prog == "patch":
+            part.op = "edit"
+        if prog == "patch":
+            operands += [v for f, v in flags if f in ("-i", "--input") and v]
+    key.extend(w if i == skip else _canon_word(w, cwd) for i, w in enumerate(args))
+    text.extend(_render(w) for w in key[len(text) :])
+    if part.op == "bash":
+        operands = [o for o in operands if _pathlike(o)]
+    for o in operands:
+        c = canonical_path(o, cwd)
+        if c is not None and c != "-":
+            paths.append(_join(base, c, cwd))
+
+
+def _find_paths(args: list[str], cwd: str | None, base: str | None, paths: list[str]) -> None:
+    """The start points of ``find`` and the file patterns of its tests (``-name '*.ts'``)."""
+    k, n = 0, len(args)
+    while k < n and (args[k] in ("-H", "-L", "-P") or args[k].startswith("-O")):
+        k += 1
+    while k < n and not args[k].startswith(("-", "(", "!", ")")):
+        c = canonical_path(args[k], cwd)
+        if c is not None:
+            paths.append(_join(base, c, cwd))
+        k += 1
+    paths.extend(
+        canonical_path(args[m + 1], cwd) or args[m + 1]
+        for m in range(k, n - 1)
+        if args[m] in _FIND_PATTERNS
+    )
+
+
+def _commuting(
+    part: _Part, head: list[str], args: list[str], spec: _Spec, cwd: str | None, base: str | None
+) -> None:
+    """A search or list program: flags split and sorted, the pattern read as its words."""
+    flags, operand_idx = _parse_flags(args, spec)
+    part.op = "grep" if spec.search else "list"
+    operands = [args[i] for i in operand_idx]
+    patterns: list[str] = []
+    canon_flags: list[tuple[str, str | None]] = []
+    globs: list[str] = []
+    for f, v in flags:
+        if v is not None and f in _PATTERN_FLAGS and spec.search:
+            v = "\x01" + pattern_words(v)
+            patterns.append(v[1:])
+        elif v is not None and f in _GLOB_FLAGS:
+            v = canonical_path(v, cwd) or v
+            globs.append(v)
+        canon_flags.append((f, v))
+    canon_flags.sort(key=lambda fv: (fv[0], fv[1] or ""))
+    pattern: str | None = None
+    if spec.search and operands and not any(f in spec.no_pattern for f, _ in flags):
+        pattern = pattern_words(operands.pop(0))
+        patterns.insert(0, pattern)
+    canon_ops = [canonical_path(o, cwd) or o for o in operands]
+    key, text = part.key, part.text
+    key.extend(head)
+    key.extend(f if v is None else f + "\x00" + v for f, v in canon_flags)
+    key.append("\x02")
+    if pattern is not None:
+        key.append("\x01" + pattern)
+    key.extend(canon_ops)
+    text.extend(_render(w) for w in head)
+    for f, v in canon_flags:
+        if v is None:
+            text.append(f)
+        else:
+            v = v.lstrip("\x01")
+            text.append(f + "=" + _render(v) if f.startswith("--") else f + " " + _render(v))
+    if pattern is not None:
+        text.append(_render(pattern))
+    text.extend(_render(o) for o in canon_ops)
+    if patterns:
+        part.pattern = " | ".join(patterns)
+    part.paths.extend(_join(base, o, cwd) for o in canon_ops if o != "-")
+    part.paths.extend(globs)
+
+
+def _shell_script(words: list[str]) -> str | None:
+    """The script of ``bash -lc SCRIPT`` / ``sh -c SCRIPT`` (no wrapper before it), else None."""
+    if not words or _base(words[0]) not in _SHELLS:
+        return None
+    k, n = 1, len(words)
+    while k < n and words[k].startswith(("-", "+")) and not words[k].startswith("--"):
+        if "c" in words[k][1:]:
+            return words[k + 1] if k + 1 < n else None
+        k += 2 if words[k] in ("-o", "+o", "-O", "+O") else 1
+    return None
+
+
+def _tokens_of(command: str) -> list[_Token]:
+    if _SIMPLE_COMMAND.fullmatch(command):
+        return [("w", w) for w in command.split()]
+    return _tokenize(command)
+
+
+@lru_cache(maxsize=2048)
+def _shell_procedure(command: str, cwd: str | None) -> Procedure:
+    """The procedure of a shell command (cached: agents repeat themselves)."""
+    command = command.strip()
+    cmds = _commands(_tokens_of(command))
+    if len(cmds) == 1 and not cmds[0].redirs and cmds[0].sep in ("", ";"):
+        script = _shell_script(cmds[0].words)
+        if script is not None:
+            return _shell_procedure(script, cwd)
+    items: list[Any] = []
+    rendered: list[str] = []
+    base: str | None = None
+    start = 0
+    while (
+        start < len(cmds) - 1
+        and cmds[start].sep in ("&&", ";")
+        and not cmds[start].redirs
+        and 1 <= len(cmds[start].words) <= 2
+        and cmds[start].words[0] == "cd"
+    ):
+        words = cmds[start].words
+        target = words[1] if len(words) == 2 else "~"
+        ct = canonical_path(target, cwd) or target
+        start += 1
+        if ct == ".":
+            continue
+        items += [["cd", ct], cmds[start - 1].sep]
+        rendered.append(f"cd {_render(ct)} {cmds[start - 1].sep} ")
+        base = None if ct.startswith(("~", "$", "-")) else _join(base, ct, cwd)
+    op = "bash"
+    programs: list[str] = []
+    paths: list[str] = []
+    pattern: str | None = None
+    for cmd in cmds[start:]:
+        part = _analyse(cmd, cwd, base)
+        op = _higher(op, part.op)
+        if part.program is not None and part.program not in programs:
+            programs.append(part.program)
+        paths.extend(part.paths)
+        if pattern is None:
+            pattern = part.pattern
+        items.append(part.key)
+        rendered.append(" ".join(part.text))
+        if cmd.sep:
+            items.append(cmd.sep)
+            rendered.append("; " if cmd.sep == ";" else f" {cmd.sep} ")
+    words_text = "".join(rendered).strip()
+    ordered = list(dict.fromkeys(p for p in paths if p))
+    if op == "grep" and (pattern is not None or ordered):
+        context = (pattern or "") + ("@" + " ".join(ordered) if ordered else "")
+    elif op in ("read", "edit", "list") and ordered:
+        context = " ".join(ordered)
+    else:
+        context = words_text
+    return _make(op, _dumps(items), context, ordered, tuple(programs))
+
+
+def _make(
+    op: str, params: str, context: str, paths: Iterable[str], programs: tuple[str, ...] = ()
+) -> Procedure:
+    ordered = tuple(sorted(set(paths)))
+    key = f"{op}\x1f{params}\x1f" + "\x1e".join(ordered)
+    runs = op in _RUNS or op not in _NOT_RUNS
+    return Procedure(op, key, context, ordered, programs, runs)
+
+
+# --------------------------------------------------------------------------------------------
+# Tools with JSON arguments, and the entry point
+# --------------------------------------------------------------------------------------------
+
+_PATH_KEYS = _names(
+    "path file_path filepath file filename dir directory target_file paths notebook_path"
+    " absolute_path dir_path target_directory relative_path relative_workspace_path"
+)
+_GLOB_KEYS = frozenset({"glob", "include", "include_pattern", "file_pattern"})
+_PATTERN_KEYS = frozenset({"pattern", "regex", "query", "q", "search", "-e"})
+
+
+def _path_value(value: Any, cwd: str | None, found: list[str]) -> Any:
+    """A path argument (a string or a list of them) in canonical form; paths go to ``found``."""
+    if isinstance(value, str):
+        c = canonical_path(value, cwd)
+        if c is None:
+            return value.strip()
+        found.append(c)
+        return c
+    if isinstance(value, list | tuple):
+        return [_path_value(v, cwd, found) for v in value]
+    return canonical_value(value)
+
+
+def _pattern_value(value: Any, found: list[str]) -> Any:
+    if isinstance(value, str):
+        words = pattern_words(value)
+        found.append(words)
+        return words
+    if isinstance(value, list | tuple):
+        return [_pattern_value(v, found) for v in value]
+    return canonical_value(value)
+
+
+def _json_procedure(
+    op: str, args: Mapping[str, Any], paths: Sequence[str], cwd: str | None, table: bool
+) -> Procedure:
+    """The procedure of a tool with JSON arguments (everything but a shell command)."""
+    canon: dict[str, Any] = {}
+    found: list[str] = []
+    patterns: list[str] = []
+    for k, v in args.items():
+        if table and k in _COMMENTARY:
+            continue
+        if (
+            k in _PATH_KEYS
+            or (op == "list" and k == "pattern")
+            or (op == "grep" and k in _GLOB_KEYS)
+        ):
+            canon[k] = _path_value(v, cwd, found)
+        elif op == "grep" and k in _PATTERN_KEYS:
+            canon[k] = _pattern_value(v, patterns)
+        else:
+            canon[k] = canonical_value(v)
+    for p in paths:
+        c = canonical_path(p, cwd) if isinstance(p, str) else None
+        if c is not None:
+            found.append(c)
+    params = _dumps(canon)
+    ordered = list(dict.fromkeys(found))
+    if op == "grep" and (patterns or ordered):
+        context = " | ".join(patterns) + ("@" + " ".join(ordered) if ordered else "")
+    elif op in ("read", "edit", "list") and ordered:
+        context = " ".join(ordered)
+    else:
+        context = params
+    return _make(op, params, context, ordered)
+
+
+def _command_of(args: Mapping[str, Any]) -> str | None:
+    """The command a shell tool runs: a string, or a list of words (``["bash", "-lc", …]``)."""
+    for name in _COMMAND_KEYS:
+        value = args.get(name)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list | tuple) and value and all(isinstance(w, str) for w in value):
+            return " ".join(_render(w) for w in value)
+    action = args.get("action")
+    if isinstance(action, Mapping):
+        return _command_of(action)
+    return None
+
+
+def procedure_of(
+    tool: str, args: Mapping[str, Any], paths: Sequence[str] = (), cwd: str | None = None
+) -> Procedure:
+    """The canonical procedure of one tool call (PROTOCOL.md section 3).
+
+    Args:
+        tool: the tool name as the agent framework calls it (``Grep``, ``Bash``, ``edit_file``…).
+        args: the tool's arguments as sent.
+        paths: files or file patterns the step touched beyond ``args``.
+        cwd: the working directory; absolute paths under it become relative.
+
+    Returns:
+        The procedure; two calls are the same procedure exactly when their keys are equal.
+
+    Example:
+        >>> a = procedure_of("Bash", {"command": 'grep -rn "doubleJump" src/'})
+        >>> b = procedure_of("bash", {"command": "grep  -nr 'double.*Jump' src"})
+        >>> a.key == b.key, a.operation, a.context
+        (True, 'grep', 'double jump@src')
+    """
+    low = tool.lower()
+    if low in _SHELL_TOOLS:
+        command = _command_of(args)
+        if command is None:
+            return _json_procedure("bash", args, paths, cwd, True)
+        proc = _shell_procedure(command, cwd)
+        extra = {
+            k: v
+            for k, v in args.items()
+            if k not in _SHELL_COMMENTARY and k not in _COMMAND_KEYS and k != "action"
+        }
+        if not extra and not paths:
+            return proc
+        more = [c for p in paths if isinstance(p, str) and (c := canonical_path(p, cwd))]
+        params = proc.key.split("\x1f", 2)[1]
+        if extra:
+            params += "\x1f" + canonical_json(extra)
+        return _make(proc.operation, params, proc.context, (*proc.paths, *more), proc.programs)
+    op = operation_of_tool(tool)
+    assert op is not None  # noqa: S101  (only shell tools have no table operation)
+    if low in _EDITOR_TOOLS:
+        command = args.get("command")
+        if command == "view" or (command is None and not any(k in args for k in _EDITOR_TEXT_KEYS)):
+            op = "read"
+    return _json_procedure(op, args, paths, cwd, low in _TABLE)
