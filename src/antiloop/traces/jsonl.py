@@ -1,0 +1,41 @@
+"""Generic JSONL: one PROTOCOL.md section 2 step event per line.
+
+Blank lines are skipped. A line that is no step (bad JSON, no ``tool``, ...) is reported in
+``Run.problems`` as ``line N: <reason>`` (N counts every physical line from 1) and the steps
+around it still count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from antiloop.errors import BadStep
+from antiloop.events import Step, parse_line, step_from_dict
+from antiloop.traces._base import Run, Source
+
+
+def read_jsonl(source: Source) -> Iterator[Run]:
+    """Yield the one run of a step-event JSONL file."""
+    steps: list[Step] = []
+    problems: list[str] = []
+    doc = source.document()
+    lines = list(source.lines())
+    if isinstance(doc, dict) and len(lines) > 1:
+        # One event written as pretty-printed JSON over several lines.
+        try:
+            steps.append(step_from_dict(doc))
+        except BadStep as exc:
+            problems.append(f"line 1: {exc}")
+    else:
+        for number, line in lines:
+            try:
+                steps.append(parse_line(line))
+            except BadStep as exc:
+                problems.append(f"line {number}: {exc}")
+    yield Run(
+        file=str(source.path),
+        record=None,
+        format="jsonl",
+        steps=tuple(steps),
+        problems=tuple(problems),
+    )
