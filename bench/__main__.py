@@ -32,21 +32,23 @@ def main(argv: list[str] | None = None) -> int:
         section = module.run(quick=ns.quick)
         took = time.perf_counter() - started
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        text = f"{section.rstrip()}\n\n_Run {stamp} in {took:.0f} s{' (quick)' if ns.quick else ''}._\n"
+        quick = " (quick)" if ns.quick else ""
+        text = f"{section.rstrip()}\n\n_Run {stamp} in {took:.0f} s{quick}._\n"
         (HERE / "results" / f"{name}.md").write_text(text, encoding="utf-8")
     write_results()
     return 0
 
 
 def write_results() -> None:
-    machine = f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}"
+    machine = (
+        f"{platform.python_implementation()} {platform.python_version()}, {platform.machine()}"
+    )
     parts = [
         "# Benchmark results\n",
         f"Written by `python -m bench` (`make bench`). Machine: {machine}, "
         f"{_cores()} cores. Each figure is compared with a floor measured in the same run.\n",
     ]
-    for file in sorted((HERE / "results").glob("*.md")):
-        parts.append(file.read_text(encoding="utf-8"))
+    parts.extend(f.read_text(encoding="utf-8") for f in sorted((HERE / "results").glob("*.md")))
     (HERE / "RESULTS.md").write_text("\n".join(parts), encoding="utf-8")
 
 

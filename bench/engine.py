@@ -87,9 +87,9 @@ def state_per_session(events: list[Step]) -> tuple[float, float, int]:
     gc.collect()
     current, _peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    states = guard._sessions.values()
-    records = sum(len(s.window) for st in states for s in st.streams.values())
-    sessions = len(guard._sessions)
+    states = [guard.store.peek(sid) for sid in guard.sessions]
+    records = sum(len(s.window) for st in states if st for s in st.streams.values())
+    sessions = len(states)
     return current / sessions, current / max(records, 1), records
 
 
@@ -123,7 +123,7 @@ def run(quick: bool = False) -> str:
     lines = b"".join(json.dumps(e).encode() + b"\n" for e in raw)
 
     floor_p50, floor_p99 = _quantiles(naive_floor(events))
-    times, guard = guard_record(events)
+    times, _ = guard_record(events)
     rec_p50, rec_p99 = _quantiles(times)
     rec_mean = statistics.fmean(times) / 1000
     parse_s, check_s = check_vs_parse(lines)

@@ -82,7 +82,7 @@ def test_fail_streak_asks_and_counts_afresh():
     verdicts = verdicts_of(Guard(FailStreak(3)), steps)
     asked = [i for i, v in enumerate(verdicts) if v.action is Action.ASK]
     assert asked == [2, 5]
-    assert verdicts[2].fingerprint.startswith("AGENT::agent::fail-streak::bash::")
+    assert verdicts[2].fingerprint.startswith("AGENT::agent::fail-streak::build::")
     assert verdicts[2].evidence == (0, 1, 2)
 
 

@@ -1,75 +1,65 @@
 """The ``antiloop`` command line.
 
-Each subcommand imports what it needs when it runs, so that start-up stays fast (the hook path
-starts a new process per tool call).
+Each subcommand lives in its own module under ``antiloop.commands`` with two functions:
+``configure(parser)`` adds its arguments and ``run(namespace) -> int`` does the work. Only the
+module of the command being run is imported, so start-up stays fast (the hook path starts a
+new process per tool call).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from antiloop.errors import ConfigError
+from antiloop.errors import AntiloopError
 
-Handler = Callable[[argparse.Namespace], int]
-
-
-def _check(ns: argparse.Namespace) -> int:
-    from antiloop.commands.check import run_check
-
-    return run_check(ns.file, ns.config)
+#: command name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("antiloop.commands.check", "judge a stream of steps (JSON lines), one verdict each"),
+    "demo": ("antiloop.commands.demo", "watch the guard stop three looping agents"),
+}
 
 
-def _demo(ns: argparse.Namespace) -> int:
-    from antiloop.demo import run_demo
-
-    return run_demo(as_json=ns.json, color=ns.color)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported to add its arguments."""
     parser = argparse.ArgumentParser(
         prog="antiloop", description="Keeps AI agents from looping; keeps people in control."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    check = sub.add_parser(
-        "check", help="judge a stream of steps (JSON lines) and print one verdict per line"
-    )
-    check.add_argument("file", nargs="?", default="-", help="a .jsonl file, or - for stdin")
-    check.add_argument("--config", help="a JSON or TOML config (PROTOCOL.md section 7)")
-    check.set_defaults(handler=_check)
-
-    demo = sub.add_parser("demo", help="watch the guard stop three looping agents")
-    demo.add_argument("--json", action="store_true", help="one JSON object per verdict")
-    demo.add_argument(
-        "--color",
-        choices=("auto", "always", "never"),
-        default="auto",
-        help="colour the table (auto: when stdout is a terminal)",
-    )
-    demo.set_defaults(handler=_demo)
+    for name, (module, help_text) in COMMANDS.items():
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        if name == command:
+            importlib.import_module(module).configure(cmd)
     return parser
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    parser = build_parser()
-    ns = parser.parse_args(argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(args))
+    ns = parser.parse_args(args)
     if ns.version:
         from antiloop import __version__
 
         print(f"antiloop {__version__}")
         return 0
-    handler: Handler | None = getattr(ns, "handler", None)
+    handler = getattr(ns, "handler", None)
     if handler is None:
         parser.print_help()
         return 2
     try:
-        return handler(ns)
-    except ConfigError as exc:
+        code: int = handler(ns)
+    except AntiloopError as exc:
         print(f"antiloop: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:
@@ -77,3 +67,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("antiloop: interrupted", file=sys.stderr)
         return 130
+    return code

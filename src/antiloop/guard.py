@@ -14,7 +14,6 @@ import contextvars
 import functools
 import inspect
 import json
-import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -52,6 +51,8 @@ from antiloop.history import (
     key_digest,
 )
 from antiloop.readings import read_result, same_result
+from antiloop.stores import Store
+from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
@@ -143,6 +144,7 @@ class Guard:
         listeners: observers of every verdict (audit logs, metrics).
         approver: called with an ``ask`` verdict by ``enforce()``; returns True to go on.
         mode: ``enforce`` (default) or ``shadow``: judge and log everything, never block.
+        store: where session state lives: a Store or a URL; in this process by default.
 
     Example:
         >>> guard = Guard()
@@ -160,6 +162,7 @@ class Guard:
         listeners: Sequence[Listener] = (),
         approver: Callable[[Verdict], bool] | None = None,
         mode: str | None = None,
+        store: Store | str | None = None,
     ) -> None:
         self.config = config or GuardConfig()
         self.embedder: Embedder = embedder or LazyEmbedder(self.config.embedder)
@@ -174,8 +177,11 @@ class Guard:
         self._lookback = max(period, 1)
         self._window = max(2 * period, self.config.repeat_threshold, 1)
         self._messages = self.config.stagnation_window + 1
-        self._sessions: dict[str, SessionState] = {}
-        self._lock = threading.RLock()
+        if isinstance(store, str):
+            from antiloop.stores import open_store
+
+            store = open_store(store)
+        self.store: Store = store if store is not None else MemoryStore()
 
     def __repr__(self) -> str:
         return f"Guard({self.detector!r}, mode={self.mode!r})"
@@ -206,18 +212,16 @@ class Guard:
         cwd: str | None = None,
     ) -> Verdict:
         """Judge a call before it runs: refuse a stopped procedure or a call in an ended session."""
-        sid = self._session_id(session)
-        with self._lock:
-            state = self._sessions.get(sid)
-            if state is None:
-                return Verdict.ok()
-            if state.ended is not None:
-                return self._terminated(state.ended)  # type: ignore[arg-type]
-            stream = state.streams.get(agent.lower())
-            if stream is None or not stream.stopped:
-                return Verdict.ok()
-            proc = procedure_of(tool, args or {}, paths, cwd)
-            fp = stream.stopped.get(key_digest(proc.key))
+        state = self.store.peek(self._session_id(session))
+        if state is None:
+            return Verdict.ok()
+        if state.ended is not None:
+            return self._terminated(state.ended)  # type: ignore[arg-type]
+        stream = state.streams.get(agent.lower())
+        if stream is None or not stream.stopped:
+            return Verdict.ok()
+        proc = procedure_of(tool, args or {}, paths, cwd)
+        fp = stream.stopped.get(key_digest(proc.key))
         if fp is None:
             return Verdict.ok()
         verdict = Verdict.block(
@@ -239,17 +243,14 @@ class Guard:
         """Record a step (a call and its result) and return the verdict on it."""
         if not isinstance(step, Step):
             step = step_from_dict(dict(step))
-        with self._lock:
-            verdict = self._record(step)
+        with self.store.transaction(step.session) as state:
+            verdict = self._record(state, step)
         for listener in self.listeners:
             listener.on_verdict(step, verdict)
         return verdict
 
-    def _record(self, step: Step) -> Verdict:
-        state = self._sessions.get(step.session)
-        if state is None:
-            state = self._sessions[step.session] = SessionState()
-        elif state.ended is not None:
+    def _record(self, state: SessionState, step: Step) -> Verdict:
+        if state.ended is not None:
             return self._terminated(state.ended)  # type: ignore[arg-type]
         history = self._observe(state, step)
         verdict = self.detector(history) or Verdict.ok()
@@ -360,28 +361,25 @@ class Guard:
     def reset(self, session: str | None = None, reason: str = "") -> None:
         """Open a fresh window for a session (a person spoke): counters and windows start over."""
         sid = self._session_id(session)
-        with self._lock:
-            state = self._sessions.get(sid)
-            if state is not None:
-                state.streams.clear()
-                state.ended = None
+        with self.store.transaction(sid) as state:
+            state.streams.clear()
+            state.ended = None
         for listener in self.listeners:
             listener.on_reset(sid, reason)
 
     def forget(self, session: str) -> None:
         """Drop everything remembered about a session."""
-        with self._lock:
-            self._sessions.pop(session, None)
+        self.store.forget(session)
 
     def ended(self, session: str | None = None) -> Verdict | None:
         """The verdict that ended a session, or None while it goes on."""
-        state = self._sessions.get(self._session_id(session))
+        state = self.store.peek(self._session_id(session))
         return state.ended if state else None  # type: ignore[return-value]
 
     @property
     def sessions(self) -> list[str]:
         """The ids of the sessions the guard remembers."""
-        return list(self._sessions)
+        return self.store.sessions()
 
     def enforce(self, verdict: Verdict, session: str | None = None) -> Verdict:
         """Raise the matching ``Halt`` for a blocking verdict; return the verdict otherwise.
@@ -413,12 +411,12 @@ class Guard:
     def step(self, tool: str, args: Mapping[str, Any] | None = None, **fields: Any) -> Step:
         """Build a Step in the bound session (``session=`` overrides it)."""
         fields.setdefault("session", self._session_id(None))
-        return Step(tool=tool, args=dict(args or {}), **fields)
+        return step_from_dict({**fields, "tool": tool, "args": dict(args or {})})
 
     # -- the decorator ---------------------------------------------------------------------
 
     @overload
-    def wrap(self, fn: Callable[P, R], /) -> Callable[P, R]: ...
+    def wrap(self, fn: Callable[P, R]) -> Callable[P, R]: ...
 
     @overload
     def wrap(
@@ -427,12 +425,11 @@ class Guard:
 
     def wrap(
         self,
-        fn: Callable[P, R] | None = None,
-        /,
+        fn: Callable[..., Any] | None = None,
         *,
         tool: str | None = None,
         agent: str = "agent",
-    ) -> Callable[P, R] | Callable[[Callable[P, R]], Callable[P, R]]:
+    ) -> Any:
         """Guard a plain Python tool function: a loop raises ``LoopDetected``.
 
         Example:
@@ -448,7 +445,7 @@ class Guard:
             antiloop.errors.LoopDetected: search 'x' ran twice in a row ...
         """
 
-        def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        def decorate(func: Callable[..., Any]) -> Any:
             return _Wrapped(self, func, tool or func.__name__, agent).build()
 
         return decorate(fn) if fn is not None else decorate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -16,6 +17,18 @@ from antiloop.verdict import Action
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_STOPPED = 3
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``antiloop check``."""
+    parser.add_argument("file", nargs="?", default="-", help="a .jsonl file, or - for stdin")
+    parser.add_argument("--config", help="a JSON or TOML config (PROTOCOL.md section 7)")
+    parser.set_defaults(handler=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Run ``antiloop check``."""
+    return run_check(ns.file, ns.config)
 
 
 def run_check(file: str, config_path: str | None) -> int:
