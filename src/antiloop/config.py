@@ -45,6 +45,7 @@ class GuardConfig:
     mode: str = "enforce"
     detectors: tuple[str, ...] = DETECTOR_NAMES
     repeat_action: str = "stop"
+    on_store_error: str = "allow"
 
     @property
     def budget(self) -> int:
@@ -119,6 +120,8 @@ def _check(key: str, value: Any, source: str) -> Any:
         return _choice(key, value, source, ("human", "supervisor"))
     if key == "mode":
         return _choice(key, value, source, ("enforce", "shadow"))
+    if key == "on_store_error":
+        return _choice(key, value, source, ("allow", "block"))
     return _choice(key, value, source, ACTIONS)  # repeat_action
 
 

@@ -14,6 +14,8 @@ import contextvars
 import functools
 import inspect
 import json
+import logging
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from antiloop import semantic
+from antiloop.audit import AuditEvent
 from antiloop.canonical import Procedure, procedure_of
 from antiloop.config import GuardConfig
 from antiloop.detectors import (
@@ -40,6 +43,7 @@ from antiloop.errors import (
     GoalReached,
     Halt,
     LoopDetected,
+    StoreError,
 )
 from antiloop.events import Step, step_from_dict
 from antiloop.history import (
@@ -58,6 +62,7 @@ from antiloop.verdict import Action, Verdict
 if TYPE_CHECKING:
     from antiloop.embed import Embedder
 
+log = logging.getLogger("antiloop")
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -145,6 +150,10 @@ class Guard:
         approver: called with an ``ask`` verdict by ``enforce()``; returns True to go on.
         mode: ``enforce`` (default) or ``shadow``: judge and log everything, never block.
         store: where session state lives: a Store or a URL; in this process by default.
+        audit: write an audit event per step to the store, when the store keeps an audit log.
+        on_store_error: ``allow`` (default: go on unguarded, with a loud log line) or
+            ``block`` when the store fails.
+        clock: seconds since the epoch, for audit times (inject a fake one in tests).
 
     Example:
         >>> guard = Guard()
@@ -163,6 +172,9 @@ class Guard:
         approver: Callable[[Verdict], bool] | None = None,
         mode: str | None = None,
         store: Store | str | None = None,
+        audit: bool = True,
+        on_store_error: str | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config or GuardConfig()
         self.embedder: Embedder = embedder or LazyEmbedder(self.config.embedder)
@@ -182,6 +194,10 @@ class Guard:
 
             store = open_store(store)
         self.store: Store = store if store is not None else MemoryStore()
+        self.on_store_error = on_store_error or self.config.on_store_error
+        self.clock = clock
+        sink = getattr(self.store, "append_audit", None) if audit else None
+        self._audit: Callable[[AuditEvent], None] | None = sink
 
     def __repr__(self) -> str:
         return f"Guard({self.detector!r}, mode={self.mode!r})"
@@ -243,11 +259,47 @@ class Guard:
         """Record a step (a call and its result) and return the verdict on it."""
         if not isinstance(step, Step):
             step = step_from_dict(dict(step))
-        with self.store.transaction(step.session) as state:
-            verdict = self._record(state, step)
+        try:
+            with self.store.transaction(step.session) as state:
+                verdict = self._record(state, step)
+                if self._audit is not None:
+                    self._audit(self._audit_event("step", step, verdict, state.steps - 1))
+        except StoreError as exc:
+            verdict = self._store_failed(exc, step.session)
         for listener in self.listeners:
             listener.on_verdict(step, verdict)
         return verdict
+
+    def _store_failed(self, exc: StoreError, session: str) -> Verdict:
+        """The store failed: follow ``on_store_error`` (allow with a loud log, or block)."""
+        message = f"antiloop: store {self.store.url} failed for session {session!r}: {exc}"
+        if self.on_store_error == "block":
+            log.error("%s; blocking the call (on_store_error=block)", message)
+            return Verdict.block(
+                "store",
+                f"The guard's store failed ({exc}); calls are blocked until it is back.",
+                outcome="error",
+                hint="The guard cannot record steps right now; wait, or ask for help.",
+            )
+        log.error("%s; allowing the call unguarded (on_store_error=allow)", message)
+        return Verdict.ok(reason=f"unguarded: the store failed ({exc})")
+
+    def _audit_event(
+        self, kind: str, step: Step, verdict: Verdict | None, index: int | None
+    ) -> AuditEvent:
+        return AuditEvent(
+            kind=kind,
+            session=step.session,
+            at=self.clock(),
+            agent=step.agent,
+            index=index,
+            tool=step.tool,
+            args=step.args,
+            output=step.output,
+            error=step.error,
+            exit_code=step.exit_code,
+            verdict=verdict,
+        )
 
     def _record(self, state: SessionState, step: Step) -> Verdict:
         if state.ended is not None:

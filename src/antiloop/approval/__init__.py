@@ -1,0 +1,1 @@
+"""People in the loop: approval requests, policy and channels."""

@@ -1,0 +1,71 @@
+"""ApprovalRequest: the record of one question to a person; channels only deliver and collect."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class ApprovalStatus(StrEnum):
+    """Where a request stands; every status but ``pending`` is final."""
+
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EDITED = "edited"
+    EXPIRED = "expired"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A risky call, or a loop stop, waiting for a person's answer.
+
+    Attributes:
+        id: unique id.
+        session: the session asking.
+        agent: the agent asking.
+        tool: the tool to run.
+        args: its arguments (redacted before they are stored).
+        risk: the policy's risk tier (``read``, ``write``, ``exec``, ``network``, ``loop``...).
+        reason: why a person is asked.
+        created_at: seconds since the epoch.
+        expires_at: after this the request is expired, which denies it.
+        status: pending, approved, denied, edited or expired.
+        decided_by: who answered (a user name, a channel, ``timeout``).
+        decided_at: when.
+        comment: the person's words, passed to the agent as feedback.
+        edited_args: arguments the person changed, when ``status`` is ``edited``.
+        fingerprint: the loop fingerprint when a loop stop is escalated.
+    """
+
+    id: str
+    session: str
+    agent: str
+    tool: str
+    args: Mapping[str, Any]
+    risk: str
+    reason: str
+    created_at: float
+    expires_at: float | None = None
+    status: ApprovalStatus = ApprovalStatus.PENDING
+    decided_by: str | None = None
+    decided_at: float | None = None
+    comment: str | None = None
+    edited_args: Mapping[str, Any] | None = None
+    fingerprint: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        out = asdict(self)
+        out["status"] = str(self.status)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
+        """The inverse of ``to_dict``."""
+        values = dict(data)
+        values["status"] = ApprovalStatus(values.get("status", "pending"))
+        return cls(**values)
