@@ -106,7 +106,6 @@ _SHELL_TOOLS = _names(
 )
 _EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
 _EDITOR_TEXT_KEYS = ("old_str", "new_str", "file_text", "insert_line", "content")
-_RUNS = frozenset({"bash", "test", "build"})
 _NOT_RUNS = frozenset({"grep", "read", "edit", "list", "search", "fetch"})
 _RANK = {"bash": 0, "read": 1, "list": 2, "grep": 3, "edit": 4, "build": 5, "test": 6}
 _TOOL_CHARS = re.compile(r"[^a-z0-9._-]")
@@ -147,6 +146,14 @@ def operation_of_tool(tool: str) -> str | None:
 _TRAILING_WS = re.compile(r"[ \t\r\f\v]+(?=\n|\Z)")
 
 
+def _lines(text: str) -> str:
+    """A multi-line body: trailing spaces of each line and blank lines around it vanish."""
+    return "\n".join([line.rstrip() for line in text.split("\n")]).strip("\n")
+
+
+_cached_lines = lru_cache(maxsize=256)(_lines)
+
+
 def _canon_text(text: str) -> str:
     """A string parameter: surrounding white space vanishes; a multi-line body keeps its lines.
 
@@ -155,7 +162,7 @@ def _canon_text(text: str) -> str:
     """
     if "\n" not in text:
         return text.strip()
-    return _TRAILING_WS.sub("", text).strip("\n")
+    return _cached_lines(text) if len(text) <= 16384 else _lines(text)
 
 
 def canonical_value(value: Any) -> Any:
@@ -165,12 +172,19 @@ def canonical_value(value: Any) -> Any:
         >>> canonical_value({"b": 10.0, "a": [" x ", 1.5]})
         {'b': 10, 'a': ['x', 1.5]}
     """
-    if isinstance(value, str):
+    t = type(value)
+    if t is str:
         return _canon_text(value)
-    if isinstance(value, bool) or value is None or isinstance(value, int):
+    if t is bool or t is int or value is None:
         return value
-    if isinstance(value, float):
+    if t is float:
         return int(value) if value.is_integer() else value
+    if isinstance(value, str):
+        return _canon_text(str(value))
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return canonical_value(float(value))
     if isinstance(value, Mapping):
         return {str(k): canonical_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -188,8 +202,64 @@ def canonical_json(value: Any) -> str:
     return _dumps(canonical_value(value))
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_encode_str: Any = json.encoder.encode_basestring
+_LONG = 256  # strings longer than this go into keys raw (length-prefixed), not JSON-escaped
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Compact JSON with sorted keys (a flat object is written without the encoder's setup)."""
+    if type(value) is dict:
+        return (
+            "{" + ",".join([_encode_str(k) + ":" + _scalar(value[k]) for k in sorted(value)]) + "}"
+        )
+    return _ENCODER.encode(value)
+
+
+def _scalar(v: Any) -> str:
+    t = type(v)
+    if t is str:
+        return str(_encode_str(v))
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if v is None:
+        return "null"
+    if t is int:
+        return int.__repr__(v)
+    return _ENCODER.encode(v)
+
+
+@lru_cache(maxsize=1024)
+def _encode_key(key: str) -> str:
+    return str(_encode_str(key))
+
+
+def _key_params(canon: dict[str, Any]) -> str:
+    """The parameters part of a key: like ``_dumps``, but long strings go raw, length-prefixed.
+
+    JSON-escaping a kilobyte of editor text costs more than the rest of the procedure; a raw
+    string behind a NUL and its length is just as unambiguous.
+    """
+    parts = []
+    for k in sorted(canon):
+        v = canon[k]
+        if type(v) is str and len(v) > _LONG:
+            parts.append(f"{_encode_key(k)}:\x00{len(v)}:{v}")
+        else:
+            parts.append(_encode_key(k) + ":" + _scalar(v))
+    return "{" + ",".join(parts) + "}"
+
+
+def _context_json(canon: dict[str, Any]) -> str:
+    """The context of a tool outside the table: its canonical JSON, long strings cut at 200.
+
+    The context is cut to 80 characters later, so the cut strings change nothing there.
+    """
+    if any(type(v) is str and len(v) > 200 for v in canon.values()):
+        canon = {k: v[:200] if type(v) is str else v for k, v in canon.items()}
+    return _dumps(canon)
 
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -231,12 +301,17 @@ def canonical_path(path: str, cwd: str | None = None) -> str | None:
 
 _WORD_RUN = re.compile(r"[^\W_]+|\|")
 _REGEX_NOISE = re.compile(
-    r"\\[A-Za-z]"  # escapes such as \b \s \w \d
+    r"\\."  # escapes: \b \s \w \d vanish, and so do escaped punctuation marks (\[ \.)
     r"|\[\^?\]?(?:\[:[a-z]+:\]|[^\]])*\]"  # bracket classes, with POSIX classes inside
     r"|\{\d*(?:,\d*)?\}"  # counted repetition {2,3}
     r"|\(\?[A-Za-z-]*\)"  # inline flags (?i)
 )
 _CASE_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def _noise(m: re.Match[str]) -> str:
+    """Regex syntax vanishes, except an escaped bar (basic-regex alternation), read as ``|``."""
+    return "|" if m.group() == "\\|" else " "
 
 
 def _split_case(run: str) -> list[str]:
@@ -268,7 +343,7 @@ def pattern_words(pattern: str) -> str:
         ('double jump', 'http server | foo bar')
     """
     text = (
-        _REGEX_NOISE.sub(" ", pattern)
+        _REGEX_NOISE.sub(_noise, pattern)
         if ("\\" in pattern or "[" in pattern or "{" in pattern or "(?" in pattern)
         else pattern
     )
@@ -826,10 +901,15 @@ def _pathlike(word: str) -> bool:
     )
 
 
+def _verbatim(word: str) -> str:
+    """A word kept as written, except the trailing spaces of a multi-line body's lines."""
+    return _TRAILING_WS.sub("", word) if "\n" in word else word
+
+
 def _canon_word(word: str, cwd: str | None) -> str:
     """A shell word in canonical form: a multi-line body loses trailing spaces; paths canonical."""
     if "\n" in word:
-        return _TRAILING_WS.sub("", word)
+        return _verbatim(word)
     if _pathlike(word):
         return canonical_path(word, cwd) or word
     return word
@@ -872,7 +952,7 @@ def _analyse(cmd: _Cmd, cwd: str | None, base: str | None) -> _Part:
     """Operation, canonical words, paths and search pattern of one simple command."""
     words = cmd.words
     j = _unwrap(words)
-    key = [_canon_word(w, cwd) for w in words[:j]]
+    key = [_verbatim(w) for w in words[:j]]
     text = [_render(w) for w in key]
     part = _Part(key, text)
     paths = part.paths
@@ -927,22 +1007,25 @@ def _analyse_program(
     if spec is not None and spec.commute:
         _commuting(part, head, args, spec, cwd, base)
         return
-    key.extend(_canon_word(w, cwd) for w in head)
+    key.extend(_verbatim(w) for w in head)
     if spec is None:
         kind = _run_kind(prog, args)
         if prog == "find":
             part.op = "list"
         elif kind is not None:
             part.op = kind
-        key.extend(_canon_word(w, cwd) for w in args)
-        text.extend(_render(w) for w in key[len(text) :])
-        if prog == "find":
-            _find_paths(args, cwd, base, paths)
+        if prog == "find":  # only the start points are paths; tests keep their text
+            k = _find_paths(args, cwd, base, paths)
+            key.extend(_canon_word(w, cwd) for w in args[:k])
+            key.extend(_verbatim(w) for w in args[k:])
         else:
-            canon_args = key[len(key) - len(args) :]
-            paths.extend(
-                _join(base, c, cwd) for w, c in zip(args, canon_args, strict=True) if _pathlike(w)
-            )
+            key.extend(_canon_word(w, cwd) for w in args)
+        text.extend(_render(w) for w in key[len(text) :])
+        if prog != "find":
+            for w in args:
+                c = canonical_path(w, cwd) if _pathlike(w) else None
+                if c is not None:
+                    paths.append(_join(base, c, cwd))
         return
     flags, operand_idx = _parse_flags(args, spec)
     names = {f for f, _ in flags}
@@ -976,8 +1059,12 @@ def _analyse_program(
             paths.append(_join(base, c, cwd))
 
 
-def _find_paths(args: list[str], cwd: str | None, base: str | None, paths: list[str]) -> None:
-    """The start points of ``find`` and the file patterns of its tests (``-name '*.ts'``)."""
+def _find_paths(args: list[str], cwd: str | None, base: str | None, paths: list[str]) -> int:
+    """Add the start points of ``find`` and the file patterns of its tests (``-name '*.ts'``).
+
+    Returns:
+        The index of the first word of the expression (after the start points).
+    """
     k, n = 0, len(args)
     while k < n and (args[k] in ("-H", "-L", "-P") or args[k].startswith("-O")):
         k += 1
@@ -991,6 +1078,7 @@ def _find_paths(args: list[str], cwd: str | None, base: str | None, paths: list[
         for m in range(k, n - 1)
         if args[m] in _FIND_PATTERNS
     )
+    return k
 
 
 def _commuting(
@@ -1116,12 +1204,11 @@ def _shell_procedure(command: str, cwd: str | None) -> Procedure:
 
 
 def _make(
-    op: str, params: str, context: str, paths: Iterable[str], programs: tuple[str, ...] = ()
+    op: str, params: str, context: str, paths: Sequence[str], programs: tuple[str, ...] = ()
 ) -> Procedure:
-    ordered = tuple(sorted(set(paths)))
-    key = f"{op}\x1f{params}\x1f" + "\x1e".join(ordered)
-    runs = op in _RUNS or op not in _NOT_RUNS
-    return Procedure(op, key, context, ordered, programs, runs)
+    ordered = tuple(paths) if len(paths) < 2 else tuple(sorted(set(paths)))
+    key = op + "\x1f" + params + "\x1f" + "\x1e".join(ordered)
+    return Procedure(op, key, context, ordered, programs, op not in _NOT_RUNS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1134,6 +1221,8 @@ _PATH_KEYS = _names(
 )
 _GLOB_KEYS = frozenset({"glob", "include", "include_pattern", "file_pattern"})
 _PATTERN_KEYS = frozenset({"pattern", "regex", "query", "q", "search", "-e"})
+_NO_KEYS: frozenset[str] = frozenset()
+_PATH_KEYS_BY_OP = {"list": _PATH_KEYS | {"pattern"}, "grep": _PATH_KEYS | _GLOB_KEYS}
 
 
 def _path_value(value: Any, cwd: str | None, found: list[str]) -> Any:
@@ -1166,31 +1255,31 @@ def _json_procedure(
     canon: dict[str, Any] = {}
     found: list[str] = []
     patterns: list[str] = []
+    path_keys = _PATH_KEYS_BY_OP.get(op, _PATH_KEYS)
+    pattern_keys = _PATTERN_KEYS if op == "grep" else _NO_KEYS
     for k, v in args.items():
-        if table and k in _COMMENTARY:
-            continue
-        if (
-            k in _PATH_KEYS
-            or (op == "list" and k == "pattern")
-            or (op == "grep" and k in _GLOB_KEYS)
-        ):
+        if k in path_keys:
             canon[k] = _path_value(v, cwd, found)
-        elif op == "grep" and k in _PATTERN_KEYS:
+        elif k in pattern_keys:
             canon[k] = _pattern_value(v, patterns)
+        elif table and k in _COMMENTARY:
+            continue
+        elif type(v) is str:
+            canon[k] = _canon_text(v)
         else:
             canon[k] = canonical_value(v)
     for p in paths:
         c = canonical_path(p, cwd) if isinstance(p, str) else None
         if c is not None:
             found.append(c)
-    params = _dumps(canon)
+    params = _key_params(canon)
     ordered = list(dict.fromkeys(found))
     if op == "grep" and (patterns or ordered):
         context = " | ".join(patterns) + ("@" + " ".join(ordered) if ordered else "")
     elif op in ("read", "edit", "list") and ordered:
         context = " ".join(ordered)
     else:
-        context = params
+        context = _context_json(canon)
     return _make(op, params, context, ordered)
 
 
