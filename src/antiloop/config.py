@@ -7,7 +7,6 @@ names it; nothing is silently ignored.
 from __future__ import annotations
 
 import json
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -133,6 +132,8 @@ def load_config(path: str | Path) -> GuardConfig:
     except OSError as exc:
         raise ConfigError(f"cannot read config {file}: {exc.strerror or exc}") from None
     kind = "JSON" if file.suffix == ".json" else "TOML"
+    import tomllib  # only when a TOML file is read: the hook path starts a process per call
+
     try:
         data = json.loads(raw) if kind == "JSON" else tomllib.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
