@@ -368,6 +368,7 @@ _OPERATORS = {
     )
 }  # fmt: skip
 _REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<>", "<&", "<", ">"})
+_INPUTS = ("<<<", "<<-", "<<", "<", "0<")
 _WRITES = frozenset({"&>>", "&>", ">>", ">|", ">", "<>"})
 _META = " \t\r\n;&|<>()"
 _PLAIN_RUN = re.compile(r"[^\s;&|<>()'\"\\$`]+")
@@ -958,7 +959,9 @@ def _analyse(cmd: _Cmd, cwd: str | None, base: str | None) -> _Part:
     paths = part.paths
     if j < len(words):
         _analyse_program(part, words[j], words[j + 1 :], cwd, base)
-    for r in cmd.redirs:
+    # Standard input first: its place among the output redirections changes nothing.
+    redirs = sorted(cmd.redirs, key=lambda r: not r.op.startswith(_INPUTS))
+    for r in redirs:
         op = r.op
         bare = op.lstrip("0123456789")
         if r.heredoc:
@@ -1200,14 +1203,27 @@ def _shell_procedure(command: str, cwd: str | None) -> Procedure:
         context = " ".join(ordered)
     else:
         context = words_text
-    return _make(op, _dumps(items), context, ordered, tuple(programs))
+    return _make(op, _dumps(items), context, ordered, tuple(programs), ())
 
 
 def _make(
-    op: str, params: str, context: str, paths: Sequence[str], programs: tuple[str, ...] = ()
+    op: str,
+    params: str,
+    context: str,
+    paths: Sequence[str],
+    programs: tuple[str, ...] = (),
+    key_paths: Sequence[str] | None = None,
 ) -> Procedure:
+    """Build a procedure; its key is the operation, the parameters and the context's paths.
+
+    ``key_paths`` are the paths the parameters do not already say (default: all of them).
+    """
     ordered = tuple(paths) if len(paths) < 2 else tuple(sorted(set(paths)))
-    key = op + "\x1f" + params + "\x1f" + "\x1e".join(ordered)
+    if key_paths is None:
+        key_paths = ordered
+    elif len(key_paths) > 1:
+        key_paths = sorted(set(key_paths))
+    key = op + "\x1f" + params + "\x1f" + "\x1e".join(key_paths)
     return Procedure(op, key, context, ordered, programs, op not in _NOT_RUNS)
 
 
@@ -1334,7 +1350,9 @@ def procedure_of(
         params = proc.key.split("\x1f", 2)[1]
         if extra:
             params += "\x1f" + canonical_json(extra)
-        return _make(proc.operation, params, proc.context, (*proc.paths, *more), proc.programs)
+        return _make(
+            proc.operation, params, proc.context, (*proc.paths, *more), proc.programs, more
+        )
     op = operation_of_tool(tool)
     assert op is not None  # noqa: S101  (only shell tools have no table operation)
     if low in _EDITOR_TOOLS:
