@@ -738,6 +738,21 @@ def test_odd_commands_do_not_break_parsing(command: str) -> None:
     assert proc.operation in {"bash", "read", "edit", "list", "grep", "test", "build"}
 
 
+def test_long_commands_are_parsed_alike() -> None:
+    """A command too long for the parse cache reads the same way each time."""
+    body = "\n".join(f"line {i}" for i in range(3000))
+    a = sh(f"cat > big.txt <<'EOF'\n{body}\nEOF")
+    b = sh(f"cat <<'EOF' > ./big.txt\n{body}   \nEOF")
+    assert a.key == b.key
+    assert (a.operation, a.context) == ("edit", "big.txt")
+
+
+def test_swe_agent_commands() -> None:
+    """SWE-agent's search commands are grep and list operations."""
+    assert operation_of_tool("search_dir") == "grep"
+    assert operation_of_tool("find_file") == "list"
+
+
 def test_quoted_operators_are_words() -> None:
     """An operator in quotes is a word, not a chain."""
     assert sh("grep '&&' a").operation == "grep"

@@ -81,7 +81,8 @@ _TABLE: dict[str, str] = {}
 for _op, _tool_names in (
     (
         "grep",
-        "grep grep_search search_files search_file_content find_in_files ripgrep",
+        "grep grep_search search_files search_file_content find_in_files ripgrep"
+        " search_dir search_file",  # the last two: SWE-agent's commands
     ),
     ("read", "read read_file read_many_files view_file open_file cat"),
     (
@@ -92,7 +93,7 @@ for _op, _tool_names in (
     ),
     (
         "list",
-        "glob ls list_dir list_directory list_files find_files find_by_name",
+        "glob ls list_dir list_directory list_files find_files find_by_name find_file",
     ),
     ("search", "websearch web_search google_search search_web"),
     ("fetch", "webfetch web_fetch fetch browse"),
@@ -713,7 +714,6 @@ for _alias, _real in (("egrep", "grep"), ("fgrep", "grep"), ("ack-grep", "ack"),
 _PATTERN_FLAGS = frozenset({"-e", "--regexp", "--match"})
 _GLOB_FLAGS = frozenset({"--include", "-g", "--glob", "--iglob", "-G", "--file-search-regex"})
 _READ_PROGRAMS = frozenset({"cat", "head", "tail", "less", "more", "nl"})
-_LIST_PROGRAMS = frozenset({"find", "fd", "fdfind", "ls", "tree"})
 _TEST_PROGRAMS = _names("pytest py.test unittest jest vitest mocha rspec tox nox ava phpunit ctest")
 _BUILD_PROGRAMS = frozenset({"make", "gmake", "tsc", "webpack"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
@@ -1149,9 +1149,18 @@ def _tokens_of(command: str) -> list[_Token]:
     return _tokenize(command)
 
 
-@lru_cache(maxsize=2048)
 def _shell_procedure(command: str, cwd: str | None) -> Procedure:
-    """The procedure of a shell command (cached: agents repeat themselves)."""
+    """The procedure of a shell command, cached unless the command is long."""
+    if len(command) <= _CACHED_COMMAND:
+        return _cached_shell_procedure(command, cwd)
+    return _parse_shell_procedure(command, cwd)
+
+
+_CACHED_COMMAND = 8192  # longer commands (big heredocs) are parsed each time: bounded memory
+
+
+def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
+    """The procedure of a shell command: operation, canonical words, paths and programs."""
     command = command.strip()
     cmds = _commands(_tokens_of(command))
     if len(cmds) == 1 and not cmds[0].redirs and cmds[0].sep in ("", ";"):
@@ -1204,6 +1213,9 @@ def _shell_procedure(command: str, cwd: str | None) -> Procedure:
     else:
         context = words_text
     return _make(op, _dumps(items), context, ordered, tuple(programs), ())
+
+
+_cached_shell_procedure = lru_cache(maxsize=1024)(_parse_shell_procedure)
 
 
 def _make(
