@@ -1,0 +1,523 @@
+"""The Approvals coordinator: policy, requests, channels and waiting, around ``Guard.check``.
+
+    approvals = Approvals(guard.store, ApprovalPolicy(), [TerminalChannel()])
+    gate = approvals.gate(guard, "Bash", {"command": "rm -rf build"}, session="s1")
+    if gate.verdict.action >= Action.BLOCK: ...   # tell the model gate.verdict.hint
+    run_tool(gate.args)
+
+Before each call ``gate`` (1) stops the run when a person asked it to stop, (2) asks the guard,
+(3) asks the policy and, for a risky call, a person through the channels, and (4) hands any
+feedback a person queued for the session to the agent as the verdict's ``hint``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from antiloop.approval.channels import Answer, Channel
+from antiloop.approval.ledger import ApprovalStore, ledger_of
+from antiloop.approval.policy import ApprovalPolicy
+from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+from antiloop.errors import ApprovalDenied, ChannelError, Halt
+from antiloop.verdict import Action, Verdict
+
+if TYPE_CHECKING:
+    from antiloop.events import Step
+    from antiloop.guard import Guard
+
+log = logging.getLogger("antiloop")
+
+FINAL = frozenset(
+    {ApprovalStatus.APPROVED, ApprovalStatus.DENIED, ApprovalStatus.EDITED, ApprovalStatus.EXPIRED}
+)
+_YES = frozenset({ApprovalStatus.APPROVED, ApprovalStatus.EDITED})
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The answer to "may this call run?".
+
+    Attributes:
+        verdict: what the agent is told; ``BLOCK``/``STOP`` mean the call must not run.
+        args: the arguments to run it with (a person may have edited them).
+        request: the approval request, when a person was asked.
+    """
+
+    verdict: Verdict
+    args: Mapping[str, Any]
+    request: ApprovalRequest | None = None
+
+    @property
+    def allowed(self) -> bool:
+        """True when the call may run."""
+        return self.verdict.action < Action.BLOCK
+
+
+class Approvals:
+    """Asks people before risky calls and brings their stops and feedback to the agent.
+
+    Args:
+        store: where requests, feedback and stop requests live (the guard's store); a store
+            without approval methods keeps them in this process.
+        policy: which calls need a person; the default asks for writes, deletes, exec, network.
+        channels: how people are told and answer (terminal, web, webhook, callback). The first
+            answer wins across channels; with ``policy.required`` > 1, that many approvals.
+        clock: seconds since the epoch (inject a fake one in tests).
+        poll: seconds between looks at the store while a request waits for another process.
+        wait: wait for an answer (default). False: return ``ask`` with the pending request,
+            for callers that come back later (the service's ``/v1/check``).
+
+    Example:
+        >>> from antiloop import Guard
+        >>> from antiloop.approval import Approvals, CallbackChannel
+        >>> guard = Guard()
+        >>> approvals = Approvals(guard.store, channels=[CallbackChannel(lambda r: False)])
+        >>> approvals.gate(guard, "Bash", {"command": "rm -rf build"}).verdict.outcome
+        'denied'
+    """
+
+    def __init__(
+        self,
+        store: object,
+        policy: ApprovalPolicy | None = None,
+        channels: Sequence[Channel] = (),
+        *,
+        clock: Callable[[], float] = time.time,
+        poll: float = 0.2,
+        wait: bool = True,
+    ) -> None:
+        self.ledger: ApprovalStore = ledger_of(store)
+        self.policy = policy or ApprovalPolicy()
+        self.channels = list(channels)
+        self.clock = clock
+        self.poll = poll
+        self.wait_for_answer = wait
+        self._allowance: dict[str, tuple[int, str]] = {}
+        self._changed = threading.Condition()
+        self.listeners: list[Callable[[str, ApprovalRequest], None]] = []
+
+    def __repr__(self) -> str:
+        return f"Approvals({self.policy!r}, channels={[c.name for c in self.channels]!r})"
+
+    # -- before a call ---------------------------------------------------------------------
+
+    def gate(
+        self,
+        guard: Guard,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        agent: str = "agent",
+        paths: Sequence[str] = (),
+        cwd: str | None = None,
+    ) -> Gate:
+        """Judge a call before it runs: stop request, guard, policy and person, then feedback."""
+        args = dict(args or {})
+        sid = guard._session_id(session)
+        stopped = self.stopped(guard, sid)
+        if stopped is not None:
+            return Gate(stopped, args)
+        verdict = guard.check(tool, args, session=sid, agent=agent, paths=paths, cwd=cwd)
+        request = None
+        if verdict.action < Action.BLOCK:
+            decision = self.policy.decide(tool, args, paths, cwd)
+            if decision.decision == "deny":
+                verdict = Verdict.block(
+                    "approval",
+                    f"The policy refuses {tool}: {decision.reason}.",
+                    outcome="denied",
+                    hint=f"{tool} calls of this kind ({decision.risk}) are not allowed here.",
+                )
+            elif decision.decision == "ask":
+                request = self.ask(
+                    session=sid,
+                    agent=agent,
+                    tool=tool,
+                    args=args,
+                    risk=decision.risk,
+                    reason=decision.reason,
+                )
+                verdict = verdict_of(request)
+                if request.status is ApprovalStatus.EDITED and request.edited_args is not None:
+                    args = dict(request.edited_args)
+        return Gate(self.with_feedback(sid, verdict), args, request)
+
+    def check(
+        self, guard: Guard, tool: str, args: Mapping[str, Any] | None = None, **kw: Any
+    ) -> Verdict:
+        """``gate(...).verdict``: the verdict alone."""
+        return self.gate(guard, tool, args, **kw).verdict
+
+    def enforce(self, gate: Gate, session: str = "default") -> Mapping[str, Any]:
+        """Raise ``ApprovalDenied`` (or the verdict's ``Halt``) when the call must not run.
+
+        Returns:
+            The arguments to run the call with.
+        """
+        verdict = gate.verdict
+        if verdict.action < Action.BLOCK:
+            return gate.args
+        if verdict.detector == "approval":
+            raise ApprovalDenied(verdict, session)
+        raise Halt(verdict, session)
+
+    def stopped(self, guard: Guard | None, session: str) -> Verdict | None:
+        """The stop verdict when a person asked the session to stop, else None.
+
+        The session is also ended in the guard's store, so later steps answer ``terminated``.
+        """
+        by = self.ledger.stop_requested(session)
+        if by is None:
+            return None
+        verdict = Verdict.stop(
+            "person",
+            f"Stopped by {by}.",
+            outcome="stopped",
+            hint=f"A person ({by}) stopped this run. Stop now and report what you have done.",
+        )
+        if guard is not None:
+            state = guard.store.peek(session)
+            if state is None or state.ended is None:
+                with guard.store.transaction(session) as live:
+                    if live.ended is None:
+                        live.ended = verdict
+        return verdict
+
+    def with_feedback(self, session: str, verdict: Verdict) -> Verdict:
+        """The verdict with any queued feedback for the session as (the start of) its hint."""
+        texts = self.ledger.pop_feedback(session)
+        if not texts:
+            return verdict
+        said = " ".join(f"A person says: {t.strip()}" for t in texts if t.strip())
+        if not said:
+            return verdict
+        hint = f"{said} {verdict.hint}".strip() if verdict.hint else said
+        if verdict.action is Action.CONTINUE:
+            return replace(
+                verdict,
+                action=Action.NUDGE,
+                detector=verdict.detector or "feedback",
+                outcome=verdict.outcome or "feedback",
+                reason=verdict.reason or "Feedback from a person.",
+                hint=hint,
+            )
+        return replace(verdict, hint=hint)
+
+    # -- asking ----------------------------------------------------------------------------
+
+    def create(
+        self,
+        *,
+        session: str,
+        agent: str,
+        tool: str,
+        args: Mapping[str, Any],
+        risk: str,
+        reason: str,
+        fingerprint: str | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> ApprovalRequest:
+        """Store a new pending request (it expires after ``policy.timeout`` seconds)."""
+        now = self.clock()
+        extras = dict(extra or {})
+        if self.policy.required > 1:
+            extras["required"] = self.policy.required
+        request = ApprovalRequest(
+            id=uuid.uuid4().hex,
+            session=session,
+            agent=agent,
+            tool=tool,
+            args=dict(args),
+            risk=risk,
+            reason=reason,
+            created_at=now,
+            expires_at=now + self.policy.timeout,
+            fingerprint=fingerprint,
+            extra=extras,
+        )
+        self.ledger.put_approval(request)
+        self._notify("created", request)
+        return request
+
+    def ask(self, **fields: Any) -> ApprovalRequest:
+        """Create a request, deliver it on every channel and wait for the answer.
+
+        A standing ``y -N`` allowance of the session approves it at once. With ``wait=False``
+        the pending request is returned after delivery.
+        """
+        session = fields["session"]
+        allowance = self._allowance.get(session)
+        request = self.create(**fields)
+        if allowance is not None:
+            left, by = allowance
+            if left <= 1:
+                del self._allowance[session]
+            else:
+                self._allowance[session] = (left - 1, by)
+            return self.answer(request.id, Answer.approve(f"{by} (approve next)"))
+        self.deliver(request)
+        if not self.wait_for_answer:
+            current = self.ledger.get_approval(request.id)
+            return current if current is not None else request
+        return self.wait(request.id)
+
+    def deliver(self, request: ApprovalRequest) -> None:
+        """Hand the request to every channel, each in its own thread; no channel → denied."""
+        if not self.channels:
+            return
+        failures: list[str] = []
+        lock = threading.Lock()
+
+        def run(channel: Channel) -> None:
+            try:
+                channel.deliver(request, lambda ans: self.answer(request.id, ans))
+            except ChannelError as exc:
+                log.warning("antiloop: channel %s could not deliver: %s", channel.name, exc)
+                with lock:
+                    failures.append(channel.name)
+                    every = len(failures) == len(self.channels)
+                if every:
+                    self.answer(
+                        request.id,
+                        Answer.deny("antiloop", f"No channel could reach a person: {exc}"),
+                    )
+            except Exception:  # a channel's bug must not approve, nor kill the run
+                log.exception("antiloop: channel %s failed", channel.name)
+                with lock:
+                    failures.append(channel.name)
+                    every = len(failures) == len(self.channels)
+                if every:
+                    self.answer(request.id, Answer.deny("antiloop", "Every channel failed."))
+
+        if len(self.channels) == 1:
+            run(self.channels[0])
+            return
+        for channel in self.channels:
+            threading.Thread(
+                target=run, args=(channel,), name=f"antiloop-{channel.name}", daemon=True
+            ).start()
+
+    def answer(self, id: str, answer: Answer) -> ApprovalRequest:
+        """Record a person's answer: the first decides, unless k approvals are required.
+
+        With ``required`` k > 1 (k-of-n), an approval is a vote; the k-th distinct approver
+        decides the request approved, and any deny decides it denied at once.
+        """
+        current = self.ledger.get_approval(id)
+        if current is None:
+            raise KeyError(id)
+        if current.status is not ApprovalStatus.PENDING:
+            return current
+        needed = int(current.extra.get("required", 1)) if current.extra else 1
+        if answer.status in _YES and needed > 1:
+            votes = self.votes(id)
+            if answer.by in votes:
+                return current
+            self._vote(current, answer)
+            votes.add(answer.by)
+            if len(votes) < needed:
+                self._notify("vote", current)
+                return current
+            answer = replace(answer, by=", ".join(sorted(votes)))
+        decided = self.ledger.decide_approval(
+            id,
+            answer.status,
+            answer.by,
+            comment=answer.comment,
+            edited_args=answer.edited_args,
+            now=self.clock(),
+        )
+        if decided.status in FINAL and decided.decided_by == answer.by:
+            if answer.approve_next > 0 and decided.status is ApprovalStatus.APPROVED:
+                self._allowance[decided.session] = (answer.approve_next, answer.by)
+            if answer.stop:
+                self.ledger.request_stop(decided.session, answer.by)
+        self._notify("decided", decided)
+        return decided
+
+    def votes(self, id: str) -> set[str]:
+        """Who has approved a k-of-n request so far."""
+        request = self.ledger.get_approval(id)
+        if request is None:
+            return set()
+        return {
+            r.decided_by or ""
+            for r in self.ledger.list_approvals(session=request.session)
+            if r.extra.get("vote_for") == id and r.status is ApprovalStatus.APPROVED
+        }
+
+    def _vote(self, parent: ApprovalRequest, answer: Answer) -> None:
+        now = self.clock()
+        vote = replace(
+            parent,
+            id=f"{parent.id}.{uuid.uuid4().hex[:8]}",
+            created_at=now,
+            expires_at=None,
+            extra={"vote_for": parent.id},
+        )
+        self.ledger.put_approval(vote)
+        self.ledger.decide_approval(
+            vote.id, ApprovalStatus.APPROVED, answer.by, comment=answer.comment, now=now
+        )
+
+    def wait(self, id: str, timeout: float | None = None) -> ApprovalRequest:
+        """Wait until the request is decided or expired (expiry denies, never approves).
+
+        Args:
+            id: the request.
+            timeout: seconds to wait at most (by ``clock``); then the request is expired.
+        """
+        deadline = None if timeout is None else self.clock() + timeout
+        while True:
+            request = self.ledger.get_approval(id)
+            if request is None:
+                raise KeyError(id)
+            if request.status in FINAL:
+                self._cancel(request)
+                return request
+            now = self.clock()
+            expired = request.expires_at is not None and now >= request.expires_at
+            if expired or (deadline is not None and now >= deadline):
+                request = self.expire(id)
+                if request.status in FINAL:
+                    self._cancel(request)
+                    return request
+            with self._changed:
+                self._changed.wait(self.poll)
+
+    def expire(self, id: str) -> ApprovalRequest:
+        """End a pending request now: ``expired`` past its ``expires_at``, else denied by timeout.
+
+        Either way it denies; it never approves.
+        """
+        request = self.ledger.get_approval(id)
+        if request is None:
+            raise KeyError(id)
+        if request.status is not ApprovalStatus.PENDING:
+            return request
+        decided = self.ledger.decide_approval(
+            id,
+            ApprovalStatus.DENIED,
+            "timeout",
+            comment="No answer came in time.",
+            now=self.clock(),
+        )
+        self._notify("decided", decided)
+        return decided
+
+    def _cancel(self, request: ApprovalRequest) -> None:
+        for channel in self.channels:
+            cancel = getattr(channel, "cancel", None)
+            if cancel is not None:
+                cancel(request)
+
+    def _notify(self, event: str, request: ApprovalRequest) -> None:
+        with self._changed:
+            self._changed.notify_all()
+        for listener in self.listeners:
+            listener(event, request)
+
+    # -- loops and stops -------------------------------------------------------------------
+
+    def escalate(self, guard: Guard, verdict: Verdict, step: Step) -> Verdict:
+        """Bring an ``ask`` or a loop ``stop`` to a person, when the policy escalates to humans.
+
+        An approved ``ask`` goes on; a denied one stops. An approved ``stop`` resets the
+        session's windows (the person lets the run go on); otherwise the stop stands.
+        With ``escalate_to = "supervisor"`` the verdict is returned unchanged.
+        """
+        if verdict.action < Action.ASK or verdict.detector in (None, "goal", "terminated"):
+            return verdict
+        if self.policy.escalate_to != "human":
+            return verdict
+        request = self.ask(
+            session=step.session,
+            agent=step.agent,
+            tool=step.tool,
+            args=dict(step.args),
+            risk="loop",
+            reason=verdict.reason,
+            fingerprint=verdict.fingerprint,
+            extra={"action": verdict.action.name.lower(), "detector": verdict.detector},
+        )
+        if request.status in _YES:
+            if verdict.action is Action.STOP:
+                guard.reset(step.session, f"a person ({request.decided_by}) let the run go on")
+            hint = request.comment or "A person let the run go on; change your approach."
+            return Verdict(
+                Action.NUDGE,
+                verdict.detector,
+                verdict.outcome,
+                verdict.fingerprint,
+                reason=f"{verdict.reason} Approved by {request.decided_by}.",
+                hint=f"A person says: {hint}" if request.comment else hint,
+                evidence=verdict.evidence,
+            )
+        reason = f"{verdict.reason} Not approved ({request.status}, {request.decided_by})."
+        hint = f"A person says: {request.comment}" if request.comment else verdict.hint
+        return replace(verdict, action=Action.STOP, reason=reason, hint=hint)
+
+    def approver(self, session: str = "default") -> Callable[[Verdict], bool]:
+        """A ``Guard(approver=...)`` callable: ask a person about an ``ask`` verdict."""
+
+        def approve(verdict: Verdict) -> bool:
+            request = self.ask(
+                session=session,
+                agent="agent",
+                tool=verdict.detector or "guard",
+                args={},
+                risk="loop",
+                reason=verdict.reason,
+                fingerprint=verdict.fingerprint,
+            )
+            return request.status in _YES
+
+        return approve
+
+    def stop(self, session: str, by: str = "person") -> None:
+        """Ask a session to stop at its next step."""
+        self.ledger.request_stop(session, by)
+
+    def feedback(self, session: str, text: str) -> None:
+        """Queue text for the agent's next step (it arrives as the verdict's hint)."""
+        self.ledger.push_feedback(session, text)
+
+
+def verdict_of(request: ApprovalRequest) -> Verdict:
+    """The verdict a decided (or pending) request gives the call it asked about."""
+    status = request.status
+    said = f"A person says: {request.comment}" if request.comment else ""
+    if status in _YES:
+        edited = status is ApprovalStatus.EDITED
+        reason = f"{'Edited and approved' if edited else 'Approved'} by {request.decided_by}."
+        if not said and not edited:
+            return Verdict(reason=reason)
+        hint = said or "A person changed the arguments of this call."
+        return Verdict(Action.NUDGE, "approval", str(status), reason=reason, hint=hint)
+    if status is ApprovalStatus.PENDING:
+        return Verdict.ask(
+            "approval",
+            f"{request.tool} waits for a person's approval ({request.risk}).",
+            outcome="pending",
+            hint="This call waits for a person's approval.",
+        )
+    if status is ApprovalStatus.EXPIRED:
+        return Verdict.block(
+            "approval",
+            f"No one approved {request.tool} in time; the request expired.",
+            outcome="expired",
+            hint="No one approved this call in time; do not run it. Try a safer way or stop.",
+        )
+    return Verdict.block(
+        "approval",
+        f"{request.decided_by} denied {request.tool}.",
+        outcome="denied",
+        hint=said or "A person denied this call; do not retry it. Do something else.",
+    )

@@ -1,0 +1,227 @@
+"""Where approvals, feedback and stop requests live: the store, or this process as a fallback.
+
+Stores implement the optional methods of ``ApprovalStore``. ``ledger_of(store)`` returns the
+store itself when it has them all, and otherwise a ``Ledger`` that sends each method to the
+store when the store has it and to an in-process ``MemoryLedger`` when it does not (a store
+without approvals still works in one process; it logs once that the records are not shared).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Protocol, runtime_checkable
+
+from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+
+log = logging.getLogger("antiloop")
+
+METHODS = (
+    "put_approval",
+    "get_approval",
+    "decide_approval",
+    "list_approvals",
+    "push_feedback",
+    "pop_feedback",
+    "request_stop",
+    "stop_requested",
+)
+
+
+@runtime_checkable
+class ApprovalStore(Protocol):
+    """The store methods approvals, feedback and stops need (each store implements them)."""
+
+    def put_approval(self, req: ApprovalRequest) -> None:
+        """Save a new request."""
+        ...
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:
+        """One request by id, or None."""
+        ...
+
+    def decide_approval(
+        self,
+        id: str,
+        status: ApprovalStatus,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        """Atomically decide a pending, unexpired request; an expired one becomes expired."""
+        ...
+
+    def list_approvals(
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        """Requests, oldest first, optionally by status and session."""
+        ...
+
+    def push_feedback(self, session: str, text: str) -> None:
+        """Queue a person's text for a session's next step."""
+        ...
+
+    def pop_feedback(self, session: str) -> list[str]:
+        """Take every queued text of a session, oldest first."""
+        ...
+
+    def request_stop(self, session: str, by: str) -> None:
+        """Ask a session to stop at its next step."""
+        ...
+
+    def stop_requested(self, session: str) -> str | None:
+        """Who asked the session to stop, or None."""
+        ...
+
+
+class MemoryLedger:
+    """Approvals, feedback and stop requests in this process (tests, and stores without them)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: dict[str, ApprovalRequest] = {}
+        self._feedback: defaultdict[str, deque[str]] = defaultdict(deque)
+        self._stops: dict[str, str] = {}
+
+    def put_approval(self, req: ApprovalRequest) -> None:
+        with self._lock:
+            self._requests[req.id] = req
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:
+        with self._lock:
+            return self._requests.get(id)
+
+    def decide_approval(
+        self,
+        id: str,
+        status: ApprovalStatus,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        now = time.time() if now is None else now
+        with self._lock:
+            req = self._requests.get(id)
+            if req is None:
+                raise KeyError(id)
+            if req.status is not ApprovalStatus.PENDING:
+                return req
+            if req.expires_at is not None and now >= req.expires_at:
+                req = replace(
+                    req, status=ApprovalStatus.EXPIRED, decided_by="timeout", decided_at=now
+                )
+            else:
+                req = replace(
+                    req,
+                    status=ApprovalStatus(status),
+                    decided_by=decided_by,
+                    decided_at=now,
+                    comment=comment,
+                    edited_args=edited_args,
+                )
+            self._requests[id] = req
+            return req
+
+    def list_approvals(
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        with self._lock:
+            found = list(self._requests.values())
+        return [
+            r
+            for r in sorted(found, key=lambda r: r.created_at)
+            if (status is None or r.status == status) and (session is None or r.session == session)
+        ]
+
+    def push_feedback(self, session: str, text: str) -> None:
+        with self._lock:
+            self._feedback[session].append(text)
+
+    def pop_feedback(self, session: str) -> list[str]:
+        with self._lock:
+            queue = self._feedback.pop(session, None)
+        return list(queue) if queue else []
+
+    def request_stop(self, session: str, by: str) -> None:
+        with self._lock:
+            self._stops.setdefault(session, by)
+
+    def stop_requested(self, session: str) -> str | None:
+        with self._lock:
+            return self._stops.get(session)
+
+
+class Ledger:
+    """Each approval method from the store when it has it, else from this process."""
+
+    def __init__(self, store: object, fallback: MemoryLedger | None = None) -> None:
+        self.store = store
+        self.fallback = fallback or MemoryLedger()
+        missing = [m for m in METHODS if not callable(getattr(store, m, None))]
+        if missing:
+            log.warning(
+                "antiloop: store %r keeps no %s; they live in this process only",
+                store,
+                ", ".join(missing),
+            )
+        for name in METHODS:
+            source = store if name not in missing else self.fallback
+            setattr(self, name, getattr(source, name))
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.store!r})"
+
+    # The attributes are set in __init__; these stubs give them types.
+    def put_approval(self, req: ApprovalRequest) -> None:  # pragma: no cover - replaced
+        raise NotImplementedError
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def decide_approval(  # pragma: no cover
+        self,
+        id: str,
+        status: ApprovalStatus,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        raise NotImplementedError
+
+    def list_approvals(  # pragma: no cover
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        raise NotImplementedError
+
+    def push_feedback(self, session: str, text: str) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def pop_feedback(self, session: str) -> list[str]:  # pragma: no cover
+        raise NotImplementedError
+
+    def request_stop(self, session: str, by: str) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def stop_requested(self, session: str) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+
+_shared: dict[int, Ledger] = {}
+
+
+def ledger_of(store: object) -> ApprovalStore:
+    """The store itself when it keeps approvals, else one ``Ledger`` per store object."""
+    if all(callable(getattr(store, m, None)) for m in METHODS):
+        return store  # type: ignore[return-value]
+    key = id(store)
+    found = _shared.get(key)
+    if found is None or found.store is not store:
+        found = _shared[key] = Ledger(store)
+    return found

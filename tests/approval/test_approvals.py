@@ -1,0 +1,234 @@
+"""The Approvals coordinator: asking, answering, expiry, quorum, stops, feedback, loops."""
+
+from __future__ import annotations
+
+import pytest
+
+from antiloop import Action, ApprovalDenied, Step
+from antiloop.approval import (
+    Answer,
+    ApprovalPolicy,
+    Approvals,
+    ApprovalStatus,
+    CallbackChannel,
+)
+from antiloop.errors import ChannelError
+
+RM = {"command": "rm -rf build"}
+
+
+def test_a_read_runs_without_asking(guard, store):
+    """A read-only call is allowed by the default policy and no request is stored."""
+    asked = []
+    approvals = Approvals(store, channels=[CallbackChannel(asked.append)])
+    gate = approvals.gate(guard, "Read", {"file_path": "a.py"}, session="s")
+    assert gate.allowed
+    assert asked == []
+
+
+def test_approved_call_goes_on_and_the_record_says_who(guard, store):
+    """An approved risky call runs; the stored record keeps who decided, when and the comment."""
+    channel = CallbackChannel(lambda r: Answer.approve("alice", "fine, once"))
+    approvals = Approvals(store, channels=[channel])
+    gate = approvals.gate(guard, "Bash", RM, session="s")
+    assert gate.allowed
+    assert gate.verdict.hint == "A person says: fine, once"
+    record = approvals.ledger.get_approval(gate.request.id)
+    assert record.status is ApprovalStatus.APPROVED
+    assert (record.decided_by, record.comment, record.risk) == ("alice", "fine, once", "delete")
+    assert record.decided_at is not None
+
+
+def test_denied_call_is_blocked_with_the_comment_as_hint(guard, store):
+    """A denied call is blocked and the person's comment reaches the model as the hint."""
+    channel = CallbackChannel(lambda r: "use git clean instead")
+    approvals = Approvals(store, channels=[channel])
+    gate = approvals.gate(guard, "Bash", RM, session="s")
+    assert gate.verdict.action is Action.BLOCK
+    assert gate.verdict.outcome == "denied"
+    assert "use git clean instead" in gate.verdict.hint
+    with pytest.raises(ApprovalDenied):
+        approvals.enforce(gate, "s")
+
+
+def test_edited_arguments_are_the_ones_to_run(guard, store):
+    """An edit approves the call with the person's arguments."""
+    channel = CallbackChannel(lambda r: Answer.edit("bob", {"command": "rm -rf build/tmp"}))
+    gate = Approvals(store, channels=[channel]).gate(guard, "Bash", RM, session="s")
+    assert gate.allowed
+    assert gate.args == {"command": "rm -rf build/tmp"}
+    assert gate.request.status is ApprovalStatus.EDITED
+
+
+def test_policy_deny_blocks_without_asking(guard, store):
+    """A deny rule blocks the call at once."""
+    policy = ApprovalPolicy.from_mapping({"rules": [{"command": "rm -rf", "decision": "deny"}]})
+    gate = Approvals(store, policy).gate(guard, "Bash", RM, session="s")
+    assert gate.verdict.action is Action.BLOCK
+    assert gate.request is None
+
+
+def test_expiry_denies_never_approves(store, clock):
+    """A request nobody answers expires when its time is up, and that denies the call."""
+    clock.step = 30.0
+    policy = ApprovalPolicy(timeout=60)
+    approvals = Approvals(store, policy, clock=clock, poll=0)
+    request = approvals.ask(session="s", agent="a", tool="Bash", args=RM, risk="delete", reason="r")
+    assert request.status is ApprovalStatus.EXPIRED
+    late = approvals.answer(request.id, Answer.approve("late"))
+    assert late.status is ApprovalStatus.EXPIRED
+
+
+def test_wait_timeout_denies(store, clock):
+    """Waiting past the caller's own timeout ends the request denied by timeout."""
+    clock.step = 1.0
+    approvals = Approvals(store, ApprovalPolicy(timeout=3600), clock=clock, poll=0)
+    request = approvals.create(session="s", agent="a", tool="Bash", args=RM, risk="x", reason="r")
+    done = approvals.wait(request.id, timeout=5)
+    assert done.status is ApprovalStatus.DENIED
+    assert done.decided_by == "timeout"
+
+
+def test_first_answer_wins_across_channels(store):
+    """With two channels answering, the first answer decides and the second changes nothing."""
+    answers = []
+
+    def first(request):
+        answers.append(approvals.answer(request.id, Answer.deny("first", "no")))
+
+    approvals = Approvals(store, channels=[CallbackChannel(first)])
+    request = approvals.create(session="s", agent="a", tool="Bash", args=RM, risk="x", reason="r")
+    approvals.deliver(request)
+    second = approvals.answer(request.id, Answer.approve("second"))
+    assert second.status is ApprovalStatus.DENIED
+    assert second.decided_by == "first"
+
+
+def test_several_channels_run_together(guard, store):
+    """With several channels, the one that answers decides while the others stay silent."""
+    silent = CallbackChannel(lambda r: None, name="silent")
+    yes = CallbackChannel(lambda r: True, name="yes")
+    gate = Approvals(store, channels=[silent, yes]).gate(guard, "Bash", RM, session="s")
+    assert gate.allowed
+    assert gate.request.decided_by == "yes"
+
+
+def test_k_of_n_needs_k_distinct_approvers(store):
+    """With required=2, one approval (or the same person twice) is not enough; two are."""
+    approvals = Approvals(store, ApprovalPolicy(required=2))
+    request = approvals.create(session="s", agent="a", tool="Bash", args=RM, risk="x", reason="r")
+    assert approvals.answer(request.id, Answer.approve("alice")).status is ApprovalStatus.PENDING
+    assert approvals.answer(request.id, Answer.approve("alice")).status is ApprovalStatus.PENDING
+    done = approvals.answer(request.id, Answer.approve("bob"))
+    assert done.status is ApprovalStatus.APPROVED
+    assert done.decided_by == "alice, bob"
+
+
+def test_k_of_n_one_deny_denies(store):
+    """With required=2, a single deny decides the request denied."""
+    approvals = Approvals(store, ApprovalPolicy(required=2))
+    request = approvals.create(session="s", agent="a", tool="Bash", args=RM, risk="x", reason="r")
+    approvals.answer(request.id, Answer.approve("alice"))
+    assert approvals.answer(request.id, Answer.deny("carol")).status is ApprovalStatus.DENIED
+
+
+def test_approve_next_n_skips_the_next_asks(guard, store):
+    """`y -N` approves this call and the next N asks of the session without asking again."""
+    asked = []
+
+    def once(request):
+        asked.append(request.id)
+        return Answer.approve("alice", approve_next=2)
+
+    approvals = Approvals(store, channels=[CallbackChannel(once)])
+    gates = [approvals.gate(guard, "Bash", {"command": f"make {i}"}, session="s") for i in range(4)]
+    assert all(g.allowed for g in gates)
+    assert len(asked) == 2
+    assert "approve next" in gates[1].request.decided_by
+
+
+def test_no_channel_can_deliver_denies(guard, store):
+    """When every channel fails to reach a person the request ends denied."""
+
+    def broken(request):
+        raise ChannelError("no terminal")
+
+    gate = Approvals(store, channels=[CallbackChannel(broken)]).gate(guard, "Bash", RM, session="s")
+    assert gate.verdict.action is Action.BLOCK
+    assert gate.request.decided_by == "antiloop"
+
+
+def test_stop_request_stops_the_session(guard, store):
+    """A stop asked by a person stops the next call and ends the session in the guard."""
+    approvals = Approvals(store)
+    approvals.stop("s", "alice")
+    gate = approvals.gate(guard, "Read", {"file_path": "a"}, session="s")
+    assert gate.verdict.action is Action.STOP
+    assert gate.verdict.reason == "Stopped by alice."
+    later = guard.record(Step(tool="Read", args={"file_path": "b"}, session="s", output="x"))
+    assert later.detector == "terminated"
+
+
+def test_feedback_reaches_the_next_step_as_the_hint(guard, store):
+    """Queued feedback arrives once, as the hint of the session's next verdict."""
+    approvals = Approvals(store)
+    approvals.feedback("s", "try the staging config")
+    first = approvals.check(guard, "Read", {"file_path": "a"}, session="s")
+    assert first.action is Action.NUDGE
+    assert first.hint == "A person says: try the staging config"
+    second = approvals.check(guard, "Read", {"file_path": "b"}, session="s")
+    assert second.hint == ""
+
+
+def test_quit_stops_the_run(guard, store):
+    """A `q` answer denies the call and stops the session."""
+    channel = CallbackChannel(lambda r: Answer.deny("alice", "stop", stop=True))
+    approvals = Approvals(store, channels=[channel])
+    assert approvals.gate(guard, "Bash", RM, session="s").verdict.action is Action.BLOCK
+    assert (
+        approvals.gate(guard, "Read", {"file_path": "a"}, session="s").verdict.action is Action.STOP
+    )
+
+
+def _loop(guard):
+    step = Step(tool="Grep", args={"pattern": "x"}, output="nothing", session="s")
+    guard.record(step)
+    return step, guard.record(step)
+
+
+def test_escalated_loop_stop_goes_on_when_a_person_approves(guard, store):
+    """A loop stop escalated to a person who approves resets the session and lets it go on."""
+    step, verdict = _loop(guard)
+    assert verdict.action is Action.STOP
+    approvals = Approvals(store, channels=[CallbackChannel(lambda r: Answer.approve("al", "ok"))])
+    after = approvals.escalate(guard, verdict, step)
+    assert after.action is Action.NUDGE
+    assert after.fingerprint == verdict.fingerprint
+    assert guard.ended("s") is None
+    loops = approvals.ledger.list_approvals(session="s")
+    assert loops[0].risk == "loop"
+    assert loops[0].fingerprint == verdict.fingerprint
+
+
+def test_escalated_loop_stop_stands_when_denied(guard, store):
+    """A loop stop stays a stop when the person says no."""
+    step, verdict = _loop(guard)
+    approvals = Approvals(store, channels=[CallbackChannel(lambda r: False)])
+    assert approvals.escalate(guard, verdict, step).action is Action.STOP
+
+
+def test_supervisor_escalation_leaves_the_verdict(guard, store):
+    """With escalate_to = supervisor no person is asked."""
+    step, verdict = _loop(guard)
+    approvals = Approvals(store, ApprovalPolicy(escalate_to="supervisor"))
+    assert approvals.escalate(guard, verdict, step) == verdict
+
+
+def test_approver_for_guard_enforce(store):
+    """approvals.approver() plugs into Guard(approver=...) and asks about ask verdicts."""
+    from antiloop import Guard, GuardConfig, Verdict
+
+    approvals = Approvals(store, channels=[CallbackChannel(lambda r: r.risk == "loop")])
+    guard = Guard(config=GuardConfig(embedder="ngram"), store=store, approver=approvals.approver())
+    ask = Verdict.ask("fail-streak", "three failures")
+    assert guard.enforce(ask) is ask
