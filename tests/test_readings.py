@@ -1,0 +1,704 @@
+"""Result readings and the same-result rule (PROTOCOL.md sections 4 and 6)."""
+
+from __future__ import annotations
+
+import json
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from antiloop.events import FileState, step_from_dict
+from antiloop.readings import Readings, SameResult, read_result, same_result, scrub
+
+CASES = Path("/work/shared/conformance/cases")
+
+
+def run(output: str | None, error: str | None = None, exit_code: int | None = None) -> Readings:
+    """Readings of a shell step that runs something."""
+    return read_result("bash", True, output, error, exit_code, {})
+
+
+def grep(output: str | None, error: str | None = None) -> Readings:
+    """Readings of a grep step."""
+    return read_result("grep", False, output, error, None, {})
+
+
+# --- realistic runner outputs --------------------------------------------------------------
+
+PYTEST = """\
+============================= test session starts ==============================
+platform linux -- Python 3.11.7, pytest-8.3.3, pluggy-1.5.0
+rootdir: /home/dev/game
+collected 13 items
+
+tests/test_jump.py ..F.F.F......                                      [100%]
+
+=================================== FAILURES ===================================
+___________________________ test_case_2 ____________________________
+
+    def test_case_2():
+>       assert jump(2) == 2
+E       AssertionError: assert 1 == 2
+
+tests/test_jump.py:12: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_jump.py::test_case_2 - AssertionError: assert 1 == 2
+FAILED tests/test_jump.py::test_case_4 - AssertionError: assert 1 == 4
+FAILED tests/test_jump.py::test_case_6 - AssertionError: assert 1 == 6
+========================= 3 failed, 10 passed in {t}s =========================
+"""
+
+PYTEST_ERRORS = """\
+==================================== ERRORS ====================================
+_______________________ ERROR collecting tests/test_b.py _______________________
+ImportError while importing test module '/home/dev/app/tests/test_b.py'.
+E   ModuleNotFoundError: No module named 'requests'
+=========================== short test summary info ============================
+FAILED tests/test_a.py::test_one - assert 0 == 1
+ERROR tests/test_b.py
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+=================== 1 failed, 4 passed, 1 error in 0.31s ===================
+"""
+
+PYTEST_GREEN = """\
+tests/test_jump.py .............                                      [100%]
+
+============================== 13 passed in 0.20s ==============================
+"""
+
+PYTEST_QUIET = "..F.\n1 failed, 3 passed, 2 warnings in 1.02s\n"
+
+UNITTEST = """\
+..FE.F.
+======================================================================
+ERROR: test_load (tests.test_io.LoadTest.test_load)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/home/dev/app/tests/test_io.py", line 9, in test_load
+    load("missing.json")
+FileNotFoundError: [Errno 2] No such file or directory: 'missing.json'
+
+----------------------------------------------------------------------
+Ran 7 tests in 0.004s
+
+FAILED (failures=2, errors=1)
+"""
+
+UNITTEST_OK = """\
+.......
+----------------------------------------------------------------------
+Ran 7 tests in 0.003s
+
+OK
+"""
+
+JEST = """\
+FAIL src/app/app.spec.ts
+  Player
+    ✕ jump 0 (3 ms)
+    ✓ walk 0 (1 ms)
+
+Test Suites: 1 failed, 1 total
+Tests:       2 failed, 5 passed, 7 total
+Snapshots:   0 total
+Time:        {t} s
+Ran all test suites.
+"""
+
+JEST_GREEN = """\
+PASS src/app/app.spec.ts
+Test Suites: 1 passed, 1 total
+Tests:       7 passed, 7 total
+Snapshots:   0 total
+Time:        1.2 s
+"""
+
+VITEST = """\
+ \u276f src/app.test.ts (7 tests | 2 failed) 12ms
+   \u00d7 jumps twice
+   \u00d7 lands
+
+ Test Files  1 failed (1)
+      Tests  2 failed | 5 passed (7)
+   Start at  04:28:00
+   Duration  {t}ms (transform 25ms, setup 0ms, collect 20ms, tests 12ms)
+"""
+
+MOCHA = """\
+  Player
+    ✓ walks
+    1) jumps
+
+  5 passing (15ms)
+  3 failing
+
+  1) Player
+       jumps:
+     AssertionError [ERR_ASSERTION]: 1 == 2
+"""
+
+GO_TEST = """\
+=== RUN   TestJump
+--- FAIL: TestJump (0.00s)
+    jump_test.go:12: got 1, want 2
+=== RUN   TestLand
+--- FAIL: TestLand (0.00s)
+    land_test.go:8: got 0, want 1
+FAIL
+FAIL\tgithub.com/dev/game\t0.012s
+"""
+
+GO_OK = "PASS\nok  \tgithub.com/dev/game\t0.011s\n"
+
+CARGO = """\
+running 5 tests
+test a ... ok
+test b ... FAILED
+test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s
+
+running 4 tests
+test c ... FAILED
+test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+
+error: 2 targets failed:
+    `--lib`
+    `--test integration`
+"""
+
+MAVEN = """\
+[INFO] Running com.example.AppTest
+[ERROR] Tests run: 6, Failures: 2, Errors: 0, Skipped: 0, Time elapsed: 0.05 s <<< FAILURE! - \
+in com.example.AppTest
+[INFO] Running com.example.IoTest
+[ERROR] Tests run: 4, Failures: 0, Errors: 1, Skipped: 0, Time elapsed: 0.01 s <<< ERROR! - \
+in com.example.IoTest
+[INFO]
+[INFO] Results:
+[INFO]
+[ERROR] Failures:
+[ERROR]   AppTest.jump:12 expected:<2> but was:<1>
+[INFO]
+[ERROR] Tests run: 10, Failures: 2, Errors: 1, Skipped: 0
+[INFO]
+[INFO] BUILD FAILURE
+"""
+
+RSPEC = """\
+..F.F
+
+Failures:
+
+  1) Player jumps
+     Failure/Error: expect(player.jump).to eq(2)
+
+Finished in 0.02345 seconds (files took 0.1 seconds to load)
+5 examples, 2 failures
+"""
+
+
+@pytest.mark.parametrize(
+    ("output", "failing"),
+    [
+        (PYTEST.format(t="0.52"), 3),
+        (PYTEST_ERRORS, 2),
+        (PYTEST_GREEN, 0),
+        (PYTEST_QUIET, 1),
+        (UNITTEST, 3),
+        (UNITTEST_OK, 0),
+        (JEST.format(t="4.1"), 2),
+        (JEST_GREEN, 0),
+        (VITEST.format(t="312"), 2),
+        (MOCHA, 3),
+        (GO_TEST, 2),
+        (GO_OK, 0),
+        (CARGO, 3),
+        (MAVEN, 3),
+        (RSPEC, 2),
+        ("checking...\n", None),
+    ],
+    ids=[
+        "pytest",
+        "pytest-errors",
+        "pytest-green",
+        "pytest-quiet",
+        "unittest",
+        "unittest-ok",
+        "jest",
+        "jest-green",
+        "vitest",
+        "mocha",
+        "go-test",
+        "go-ok",
+        "cargo-summed",
+        "maven-summary-over-classes",
+        "rspec",
+        "no-summary",
+    ],
+)
+def test_failing_count_from_runner_summaries(output: str, failing: int | None) -> None:
+    """Each runner's summary gives its failing tests, 0 without failures, None without one."""
+    assert run(output).failing == failing
+
+
+def test_jest_reads_tests_line_not_test_suites() -> None:
+    """jest's count comes from the Tests: line, not from the Test Suites: line."""
+    out = "Test Suites: 3 failed, 3 total\nTests:       1 failed, 9 passed, 10 total\n"
+    assert run(out).failing == 1
+
+
+def test_maven_without_summary_sums_class_lines() -> None:
+    """Maven per-class lines count when the run printed no summary line."""
+    out = "[ERROR] Tests run: 3, Failures: 1, Errors: 1, Skipped: 0, Time elapsed: 0.1 s\n"
+    assert run(out).failing == 2
+
+
+def test_junit4_text_runner_summary() -> None:
+    """The plain JUnit 4 runner's 'Tests run: N,  Failures: M' reads as M failing."""
+    assert run("FAILURES!!!\nTests run: 10,  Failures: 2\n").failing == 2
+
+
+def test_failing_summary_after_ansi_colours() -> None:
+    """Colour codes around a summary do not hide it."""
+    out = "\x1b[1m\x1b[31m      Tests \x1b[39m\x1b[22m 2 failed | 5 passed (7)\n".replace(
+        "\x1b[39m\x1b[22m ", "\x1b[39m\x1b[22m  "
+    )
+    assert run(out).failing == 2
+
+
+def test_failing_not_read_from_file_contents() -> None:
+    """A summary inside a file shown by read is no failing count."""
+    r = read_result("read", False, PYTEST.format(t="0.5"), None, None, {})
+    assert (r.failing, r.error_line) == (None, None)
+
+
+def test_failing_read_from_error_field_of_any_tool() -> None:
+    """The error field is always read, whatever the operation."""
+    r = read_result("read", False, "", "Tests:       2 failed, 1 passed, 3 total\n", None, {})
+    assert r.failing == 2
+
+
+# --- error lines ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("output", "line"),
+    [
+        ("building...\nError: Cannot find module 'x'\nmore\n", "Error: Cannot find module 'x'"),
+        (
+            "error[E0425]: cannot find value `y` in this scope\n",
+            "error[E0425]: cannot find value `y` in this scope",
+        ),
+        (
+            "src/a.ts(3,5): error TS2304: Cannot find name 'q'.\n",
+            "src/a.ts(3,5): error TS2304: Cannot find name 'q'.",
+        ),
+        ('npm error Missing script: "lint"\n', 'npm error Missing script: "lint"'),
+        ("x = d['k']\nKeyError: 'k'\n", "KeyError: 'k'"),
+        ('ok\nFATAL: role "dev" does not exist\n', 'FATAL: role "dev" does not exist'),
+        ("Unhandled exception in thread\n", "Unhandled exception in thread"),
+        ("running\nFAIL src/app/app.spec.ts\n", "FAIL src/app/app.spec.ts"),
+        ("    --- FAIL: TestJump/sub (0.00s)\n", "--- FAIL: TestJump/sub (<dur>)"),
+        ("FAILED (failures=1)\n", "FAILED (failures=1)"),
+        (
+            "Traceback (most recent call last):\n"
+            '  File "a.py", line 3, in <module>\n'
+            "    log.error(x)\n"
+            "    ^^^^^^^^^\n"
+            "app.errors.Boom: went wrong\n",
+            "app.errors.Boom: went wrong",
+        ),
+    ],
+)
+def test_error_line_forms(output: str, line: str) -> None:
+    """The first line that reads as an error is the error line, scrubbed and trimmed."""
+    assert run(output).error_line == line
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Error: (none)\n",
+        "Compiled with 0 errors\n",
+        "no errors found\n",
+        "errors: 0, warnings: 2\n",
+        "terrors and mirrors\n",
+        "the stderr stream\n",
+        "a FAILURES banner is not a FAIL line: === FAILURES ===\n",
+        "AssertionError without a colon\n",
+    ],
+)
+def test_not_error_lines(output: str) -> None:
+    """Lines that say there is no error, or hold the word only inside another, are none."""
+    assert run(output).error_line is None
+
+
+def test_no_error_line_is_skipped_for_the_next() -> None:
+    """After a line saying there is no error, the search goes on to the next line."""
+    assert run("Error: (none)\nfatal: not a git repository\n").error_line == (
+        "fatal: not a git repository"
+    )
+
+
+def test_error_field_comes_before_output() -> None:
+    """The error field's error line wins over the output's."""
+    r = run("error: from output\n", "Error: from stderr\n")
+    assert r.error_line == "Error: from stderr"
+
+
+def test_error_line_not_from_file_contents() -> None:
+    """read, grep, list and edit output is file content: no error line from it."""
+    for op in ("read", "grep", "list", "edit"):
+        r = read_result(op, False, "raise ValueError: x\nError: boom\n", None, None, {})
+        assert r.error_line is None
+
+
+def test_error_line_is_scrubbed() -> None:
+    """Volatile values in the error line are scrubbed, so two runs compare."""
+    a = run("Error: timed out after 3012ms at 2025-11-30T04:28:00Z\n")
+    b = run("Error: timed out after 2999ms at 2025-11-30T04:29:13Z\n")
+    assert a.error_line == b.error_line == "Error: timed out after <dur> at <date>"
+
+
+def test_error_line_with_non_ascii_text() -> None:
+    """A text whose lower-casing changes length still yields its error line."""
+    assert run("İstanbul\nerror: düşük\n").error_line == "error: düşük"
+
+
+def test_error_line_in_huge_output_tail() -> None:
+    """A huge output with the error only at its end still gives the error line."""
+    out = "ok line\n" * 200_000 + "Error: at the end\n"
+    assert run(out).error_line == "Error: at the end"
+
+
+# --- scrubbing --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        ("3 failed, 10 passed in 0.52s", "3 failed, 10 passed in <dur>"),
+        ("Build failed in 87ms", "Build failed in <dur>"),
+        ("jump 0 (3 ms)", "jump 0 (<dur>)"),
+        ("Time:        4.1 s", "Time:        <dur>"),
+        ("took 1m30s and 2h30m", "took <dur> and <dur>"),
+        ("Finished in 0.02345 seconds", "Finished in <dur>"),
+        ("at 04:28:00.123 PM", "at <time>"),
+        ("2025-11-30T04:28:00+01:00 start", "<date> start"),
+        ("on 30/11/2025 and Nov 30, 2025 and 30 Nov 2025", "on <date> and <date> and <date>"),
+        ("<Foo object at 0x7f3a9c2e1b40>", "<Foo object at 0x<hex>>"),
+        (
+            "server pid 4242 started; PID: 17; ppid=1",
+            "server pid <pid> started; PID: <pid>; ppid=<pid>",
+        ),
+        ("process group 77 killed", "process group <pid> killed"),
+        ("[1] 12345", "[1] <pid>"),
+        ("wrote /tmp/pytest-of-dev/pytest-12/test_a0/out.txt: ok", "wrote <tmp>: ok"),
+        ("see /var/folders/xy/abc123/T/tmpk3j2 now", "see <tmp> now"),
+        (r"C:\Users\me\AppData\Local\Temp\tmp42.txt", "C:<tmp>"),
+    ],
+)
+def test_scrub_replaces_volatile_values(text: str, scrubbed: str) -> None:
+    """Durations, times, dates, hex addresses, pids and temporary paths are replaced."""
+    assert scrub(text) == scrubbed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "building: 40%",
+        "src/app/app.ts:12:5: ERROR",
+        "Python 3.11.7, pytest-8.3.3",
+        "collected 13 items",
+        "a.py:10:12:34 long line",
+        "3 sessions, 2 seconds_ago, 1st place",
+        "src/tmp/x and ./tmp/y and /tmpfile",
+        "processed 12 files",
+        "version 1.2.3456",
+    ],
+)
+def test_scrub_keeps_meaningful_numbers(text: str) -> None:
+    """Counts, line numbers, versions, percentages and non-temp paths stay as they are."""
+    assert scrub(text) == text
+
+
+def test_scrub_returns_same_object_when_nothing_changes() -> None:
+    """A text without volatile values is not copied."""
+    text = "nothing volatile here\n" * 10
+    assert scrub(text) is text
+
+
+def test_scrub_unicode_and_surrogates() -> None:
+    """Non-ASCII text and lone surrogates survive scrubbing."""
+    assert scrub("測試 ✓ in 3ms \ud800") == "測試 ✓ in <dur> \ud800"
+
+
+def test_scrub_huge_text_in_slices() -> None:
+    """A text larger than one slice is scrubbed whole, across slice boundaries."""
+    text = "step took 12ms\n" * 150_000
+    assert scrub(text) == "step took <dur>\n" * 150_000
+
+
+# --- match readings ---------------------------------------------------------------------------
+
+
+def test_match_set_ignores_order() -> None:
+    """grep/list results with the same lines in another order are the same set."""
+    a = grep("src/a.ts\nsrc/b.ts\nsrc/c.ts\n")
+    b = grep("src/c.ts\nsrc/a.ts\nsrc/b.ts\n")
+    assert (a.matches, a.match_count, a.count_only) == (b.matches, 3, False)
+
+
+def test_match_count_only_number() -> None:
+    """An output that only gives a number reads as that count."""
+    r = grep("Found 12 files\n")
+    assert (r.match_count, r.count_only) == (12, True)
+
+
+def test_match_header_line_is_not_a_match() -> None:
+    """A 'Found N files' header above the list is not one of the matches."""
+    a = grep("Found 2 files\nsrc/a.ts\nsrc/b.ts\n")
+    b = grep("src/b.ts\nsrc/a.ts\n")
+    assert (a.matches, a.match_count) == (b.matches, 2)
+
+
+@pytest.mark.parametrize("output", ["", None, "\n  \n", "No files found", "No matches found"])
+def test_empty_output_reads_as_none_found(output: str | None) -> None:
+    """An empty output, or one saying nothing was found, is zero matches."""
+    r = grep(output)
+    assert (r.match_count, r.count_only) == (0, True)
+
+
+def test_match_reading_only_for_grep_and_list() -> None:
+    """Other operations have no match reading."""
+    r = read_result("read", False, "a\nb\n", None, None, {})
+    assert (r.matches, r.match_count) == (None, None)
+
+
+def test_match_lines_are_scrubbed() -> None:
+    """Match lines compare after scrubbing."""
+    assert grep("log: done in 3ms\n").matches == grep("log: done in 4ms\n").matches
+
+
+# --- other readings ---------------------------------------------------------------------------
+
+
+def test_head_is_one_short_line_of_scrubbed_output() -> None:
+    """The head is the scrubbed output's start, white space collapsed, at most 50 chars."""
+    r = run("  first   line\n\tsecond in 0.5s " + "x" * 80)
+    assert r.head.startswith("first line second in <dur> xxx")
+    assert len(r.head) == 50
+    assert r.head.endswith("…")
+
+
+def test_head_from_error_without_output() -> None:
+    """Without output, the head is the start of the error."""
+    assert run(None, "boom\n").head == "boom"
+
+
+def test_files_sorted_by_path() -> None:
+    """File states come sorted by path as (path, sha256, mtime)."""
+    states = {"b.py": FileState("bb", 2.0), "a.py": FileState(None, 1.0)}
+    r = read_result("edit", False, "ok", None, None, states)
+    assert r.files == (("a.py", None, 1.0), ("b.py", "bb", 2.0))
+
+
+def test_exact_differs_from_scrubbed_only_when_something_was_scrubbed() -> None:
+    """The scrubbed digest equals the exact one when nothing was scrubbed."""
+    plain = run("hello\n")
+    timed = run("hello in 3ms\n")
+    assert plain.exact == plain.scrubbed
+    assert timed.exact != timed.scrubbed
+
+
+def test_output_and_error_do_not_run_together() -> None:
+    """('ab', '') and ('a', 'b') are different results."""
+    assert run("ab", "").exact != run("a", "b").exact
+
+
+def test_huge_output_is_read() -> None:
+    """A 2.5 MB output is read in slices and its digests are stable."""
+    out = "line with 3ms\n" * 180_000
+    a = run(out)
+    b = run(out.replace("3ms", "4ms"))
+    assert a.exact != b.exact
+    assert a.scrubbed == b.scrubbed
+
+
+# --- the same-result rule ---------------------------------------------------------------------
+
+
+def test_same_exact_output() -> None:
+    """Byte-identical output is the same result, named by its start."""
+    same = same_result(run("checking...\n"), run("checking...\n"))
+    assert same is not None
+    assert same.label == "checking..."
+
+
+def test_same_when_only_durations_differ() -> None:
+    """Two test runs differing only in durations are the same, named by the failing count."""
+    same = same_result(
+        run(PYTEST.format(t="0.52"), exit_code=1), run(PYTEST.format(t="0.61"), exit_code=1)
+    )
+    assert same == SameResult("3 failing", same.digest if same else "")
+
+
+def test_exit_code_veto() -> None:
+    """Another exit code is another result, even with the same output."""
+    assert same_result(run("checking...\n", exit_code=1), run("checking...\n", exit_code=0)) is None
+
+
+def test_exit_code_missing_on_one_side_is_no_veto() -> None:
+    """An exit code only one result has does not veto."""
+    assert same_result(run("x\n", exit_code=1), run("x\n")) is not None
+
+
+def test_failing_count_veto() -> None:
+    """Fewer failing tests is progress even with the same first error line."""
+    a = run("E   AssertionError: x\n== 3 failed, 1 passed in 1s ==\n", exit_code=1)
+    b = run("E   AssertionError: x\n== 2 failed, 2 passed in 1s ==\n", exit_code=1)
+    assert a.error_line == b.error_line
+    assert same_result(a, b) is None
+
+
+def test_same_error_line_is_the_same_result() -> None:
+    """Another text with the same error line is the same result, named by the line."""
+    a = run("step 1\nerror: cannot open config\n", exit_code=2)
+    b = run("step 2\nerror: cannot open config\n", exit_code=2)
+    same = same_result(a, b)
+    assert same is not None
+    assert same.label == "error: cannot open config"
+
+
+def test_error_line_veto() -> None:
+    """Another error line is another result."""
+    a = run("line\nerror: one\n", exit_code=1)
+    b = run("line\nerror: two\n", exit_code=1)
+    assert same_result(a, b) is None
+
+
+def test_polling_progress_is_not_the_same() -> None:
+    """A changing percentage is progress."""
+    assert same_result(run("building: 40%\n"), run("building: 80%\n")) is None
+
+
+def test_same_match_set_named_by_count() -> None:
+    """Grep results with the same lines in another order are the same, 'N matches'."""
+    same = same_result(grep("a\nb\nc\n"), grep("c\nb\na\n"))
+    assert same is not None
+    assert same.label == "3 matches"
+
+
+def test_same_count_other_lines_is_not_the_same() -> None:
+    """Grep results with as many lines, but other ones, are another result."""
+    assert same_result(grep("a:1\nb:2\n"), grep("c:3\nd:4\n")) is None
+
+
+def test_count_only_compares_counts() -> None:
+    """When a result gives only a number, counts compare."""
+    same = same_result(grep("Found 12 files"), grep("12 files"))
+    assert same is not None
+    assert same.label == "12 matches"
+    assert same_result(grep("Found 12 files"), grep("Found 13 files")) is None
+
+
+def test_empty_against_found_is_not_the_same() -> None:
+    """Nothing found, then something found: the state moved."""
+    assert same_result(grep(""), grep("a\n")) is None
+
+
+def test_no_change_by_hash() -> None:
+    """The same file hash after both attempts is 'no change', whatever the texts."""
+    s = {"src/app.ts": FileState("ab" * 32, 1.0)}
+    a = read_result("edit", False, "updated", None, None, s)
+    b = read_result("edit", False, None, "String to replace not found", None, s)
+    same = same_result(a, b)
+    assert same is not None
+    assert same.label == "no change"
+
+
+def test_file_hash_veto() -> None:
+    """Another file hash after the attempt is another result."""
+    a = read_result("edit", False, "ok", None, None, {"a": FileState("11", 1.0)})
+    b = read_result("edit", False, "ok", None, None, {"a": FileState("22", 1.0)})
+    assert same_result(a, b) is None
+
+
+def test_mtime_used_without_hashes() -> None:
+    """Without hashes on both sides the mtime compares."""
+    a = read_result("edit", False, "x", None, None, {"a": FileState(None, 1.0)})
+    b = read_result("edit", False, "y", None, None, {"a": FileState("22", 1.0)})
+    c = read_result("edit", False, "x", None, None, {"a": FileState(None, 2.0)})
+    assert same_result(a, b) == SameResult("no change", same_result(a, b).digest)  # type: ignore[union-attr]
+    assert same_result(a, c) is None
+
+
+def test_other_files_are_no_change_nor_veto() -> None:
+    """Files only one side knows neither make 'no change' nor veto."""
+    a = read_result("edit", False, "x", None, None, {"a": FileState("11")})
+    b = read_result("edit", False, "y", None, None, {"b": FileState("22")})
+    assert same_result(a, b) is None
+    c = read_result("edit", False, "x", None, None, {"b": FileState("22")})
+    assert same_result(a, c) is not None  # exact output, no common file
+
+
+def test_label_order_prefers_no_change_then_failing() -> None:
+    """The label names the first matched criterion: no change, failing, error, matches."""
+    s = {"t.py": FileState("cc")}
+    out = "error: x\n== 1 failed in 1s ==\n"
+    a = read_result("test", True, out, None, 1, s)
+    assert same_result(a, a).label == "no change"  # type: ignore[union-attr]
+    b = run(out, exit_code=1)
+    assert same_result(b, b).label == "1 failing"  # type: ignore[union-attr]
+
+
+def test_digest_is_stable_and_short() -> None:
+    """The result digest is 8 hex digits, the same for equal loops."""
+    first = same_result(run("error: x\n"), run("error: x\n"))
+    again = same_result(run("error: x\n"), run("error: x\n"))
+    assert first is not None
+    assert first == again
+    assert len(first.digest) == 8
+    int(first.digest, 16)
+
+
+def test_label_is_cut_at_50() -> None:
+    """A long error line makes a label of at most 50 characters."""
+    line = "error: " + "word " * 30
+    same = same_result(run(line), run(line))
+    assert same is not None
+    assert len(same.label) <= 50
+
+
+# --- the conformance cases that exercise results ------------------------------------------
+
+RESULT_CASES = {
+    "p01-exact-repeat": ("grep", False, [True]),
+    "p04-polling-progress": ("read", False, [False, False]),
+    "p05-same-failing-count": ("test", True, [True]),
+    "p06-failing-count-changes": ("test", True, [False]),
+    "p07-edit-no-change": ("edit", False, [True]),
+    "p24-same-error-line": ("build", True, [True]),
+    "p25-jest-summary": ("test", True, [True]),
+    "p27-large-unicode": ("read", False, [True]),
+    "p29-same-count-rg-files": ("grep", False, [True]),
+    "p32-exit-code-moves": ("bash", True, [False]),
+    "p33-repeat-beats-fail-streak": ("build", True, [False, True]),
+    "p34-same-count-other-lines": ("grep", False, [False]),
+}
+
+
+@pytest.mark.parametrize("case_id", sorted(RESULT_CASES))
+def test_conformance_results(case_id: str) -> None:
+    """Adjacent steps of each conformance case are the same result exactly where expected."""
+    path = CASES / f"{case_id}.json"
+    if not path.exists():
+        pytest.skip(f"{path} is not here")
+    operation, runs, expected = RESULT_CASES[case_id]
+    case = json.loads(path.read_text(encoding="utf-8"))
+    steps = [step_from_dict(e) for e in case["events"] if isinstance(e, dict)]
+    readings = [
+        read_result(operation, runs, s.output, s.error, s.exit_code, s.file_states) for s in steps
+    ]
+    got = [same_result(a, b) is not None for a, b in pairwise(readings)]
+    assert got == expected
