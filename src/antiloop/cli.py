@@ -19,6 +19,7 @@ from antiloop.errors import AntiloopError
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("antiloop.commands.check", "judge a stream of steps (JSON lines), one verdict each"),
     "demo": ("antiloop.commands.demo", "watch the guard stop three looping agents"),
+    "scan": ("antiloop.commands.scan", "find the loops in recorded agent runs, and what they cost"),
 }
 
 

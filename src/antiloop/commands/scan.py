@@ -1,0 +1,165 @@
+"""``antiloop scan``: find the loops in recorded agent runs, and show what they cost.
+
+Exit status: 0 when no loop is found (or with ``--no-fail``), 1 when loops are found, 2 for bad
+arguments (a missing path, a bad config, nothing that reads as a trace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from antiloop.config import load_config
+from antiloop.scan.engine import DEFAULT_EMBEDDER, RunScan, Scanner, Skipped, scan_config
+from antiloop.scan.summary import Summary, ranges, run_waste_text
+from antiloop.traces import FORMATS
+
+EXIT_OK = 0
+EXIT_LOOPS = 1
+EXIT_USAGE = 2
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``antiloop scan``."""
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="trace files or directories")
+    parser.add_argument(
+        "--format",
+        default="auto",
+        choices=("auto", *FORMATS),
+        help="the trace format (default: detected from each file's content)",
+    )
+    parser.add_argument(
+        "--config",
+        help="a guard config (JSON or TOML); the goal check is left out, and a step budget "
+        "applies only when the config sets max_steps or task_type",
+    )
+    parser.add_argument(
+        "--embedder",
+        help=f"the embedder of the stagnation check (default: {DEFAULT_EMBEDDER}, or the "
+        "config's when it names one)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="one JSON object per run, then a summary object"
+    )
+    parser.add_argument("--html", metavar="REPORT.html", help="also write an offline HTML report")
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 even when loops are found")
+    parser.set_defaults(handler=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Run ``antiloop scan``."""
+    if ns.config:
+        config = scan_config(load_config(ns.config))
+        embedder = ns.embedder or (
+            config.embedder if config.embedder != "auto" else DEFAULT_EMBEDDER
+        )
+    else:
+        config = scan_config()
+        embedder = ns.embedder or DEFAULT_EMBEDDER
+    config = dataclasses.replace(config, embedder=embedder)
+    paths = [Path(p) for p in ns.paths]
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        print(f"antiloop: no such file or directory: {missing[0]}", file=sys.stderr)
+        return EXIT_USAGE
+    scanner = Scanner(config, views=bool(ns.html))
+    progress = Progress(sys.stderr)
+    summary = Summary()
+    kept: list[RunScan] = []
+    out = sys.stdout
+    for item in scanner.scan_paths(paths, ns.format, progress=progress.update):
+        summary.add(item)
+        if isinstance(item, Skipped):
+            progress.clear()
+            print(f"antiloop: skipped {item.file}: {item.reason}", file=sys.stderr)
+            continue
+        progress.loops += len(item.loops)
+        if ns.html:
+            kept.append(item)
+        if ns.json:
+            out.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
+        elif item.loops:
+            progress.clear()
+            out.write(run_text(item) + "\n")
+    progress.clear()
+    if summary.runs == 0:
+        where = ", ".join(ns.paths)
+        print(f"antiloop: no trace of a known format found in {where}", file=sys.stderr)
+        return EXIT_USAGE
+    if ns.json:
+        out.write(json.dumps({"summary": summary.to_json()}, ensure_ascii=False) + "\n")
+    else:
+        out.write(("\n" if summary.loops else "") + summary.text() + "\n")
+    if ns.html:
+        from antiloop.scan.report import write_html
+
+        try:
+            write_html(Path(ns.html), kept, summary)
+        except OSError as exc:
+            print(f"antiloop: cannot write {ns.html}: {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"antiloop: report written to {ns.html}", file=sys.stderr)
+    if summary.loops and not ns.no_fail:
+        return EXIT_LOOPS
+    return EXIT_OK
+
+
+def run_text(result: RunScan) -> str:
+    """A run with loops, for people: a header line, then one line per loop."""
+    name = result.file + (f"#{result.record}" if result.record is not None else "")
+    waste = result.waste
+    if waste.from_step is None:
+        head = "no stopping loop, no waste"
+    else:
+        head = f"first loop point at step {waste.from_step}; waste {run_waste_text(waste)}"
+    lines = [f"{name} ({result.format}, {result.steps} steps): {head}"]
+    lines.extend(
+        f"  step {loop.step:>4}  {loop.detector:<11} {loop.fingerprint or '-'}"
+        f"  [steps {ranges(loop.evidence)}]"
+        for loop in result.loops
+    )
+    return "\n".join(lines)
+
+
+class Progress:
+    """A one-line progress bar on a terminal; silent when the stream is not a TTY."""
+
+    WIDTH = 30
+    MIN_FILES = 2
+    INTERVAL = 0.1
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.stream = stream
+        try:
+            self.active = stream.isatty()
+        except (AttributeError, ValueError):
+            self.active = False
+        self.loops = 0
+        self._shown = False
+        self._last = 0.0
+
+    def update(self, done: int, total: int) -> None:
+        """Show ``done`` of ``total`` files (at most ten times a second)."""
+        if not self.active or total < self.MIN_FILES:
+            return
+        now = time.monotonic()
+        if done < total and now - self._last < self.INTERVAL:
+            return
+        self._last = now
+        filled = self.WIDTH * done // total
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        self.stream.write(f"\rscan [{bar}] {done}/{total} files, {self.loops} loops")
+        self.stream.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        """Erase the bar before other output."""
+        if self._shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self._shown = False

@@ -1,0 +1,34 @@
+"""Scanning recorded agent runs for loops, and what the loops cost.
+
+    scanner = Scanner()
+    for result in scanner.scan_paths([Path("runs/")]):
+        ...  # a RunScan (loops, waste) or a Skipped file
+
+``summarize`` folds the results into a corpus summary, ``write_html`` draws the offline report.
+"""
+
+from antiloop.scan.engine import (
+    DEFAULT_EMBEDDER,
+    SCAN_DETECTORS,
+    STOPPING,
+    Loop,
+    RunScan,
+    Scanner,
+    Skipped,
+    StepView,
+    Waste,
+    scan_config,
+)
+
+__all__ = [
+    "DEFAULT_EMBEDDER",
+    "SCAN_DETECTORS",
+    "STOPPING",
+    "Loop",
+    "RunScan",
+    "Scanner",
+    "Skipped",
+    "StepView",
+    "Waste",
+    "scan_config",
+]

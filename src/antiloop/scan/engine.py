@@ -1,0 +1,437 @@
+"""The scan engine: a recorded run in, the loops it holds and what they cost out.
+
+A scan judges a finished run with the guard's own detectors, but it does not stop at the first
+loop: it wants every loop of the run. So the scanner hands the ``Guard`` one *collecting*
+detector that calls each configured detector, keeps every verdict that fires, and returns
+nothing. The guard therefore never ends the session (as in ``shadow`` mode), while the scan
+still sees each detector's verdict when several fire at one step, which shadow mode would fold
+into the worst one.
+
+A loop is counted once however long it goes on: a detector that fires again at the next steps
+of the same loop (a repeat that runs for 30 steps fires 29 times) extends the loop found first,
+whose evidence grows to every step that took part. Two firings are the same loop when their
+evidence overlaps (repeat, cycle, stagnation), when the failure streak runs on unbroken
+(fail-streak), or always (max-steps); and a loop that comes back later in the run with the same
+fingerprint is still the same loop.
+
+The *first loop point* of a run is the first step where a detector that stops the session
+(repeat, cycle, stagnation, max-steps) fired: a guard in front of the agent would have ended
+the run there. Everything after it is *waste*: its steps, and the tokens and dollars of those
+steps where the format records them. A failure streak asks a person rather than stopping, so it
+is reported as a loop but does not start the waste.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from antiloop.config import DETECTOR_NAMES, GuardConfig
+from antiloop.detectors import FailStreak
+from antiloop.guard import Guard, default_detector
+from antiloop.history import History
+from antiloop.traces import Run, StepCost, UnknownFormat, iter_paths, read_runs
+from antiloop.verdict import Action, Verdict
+
+if TYPE_CHECKING:
+    from antiloop.embed import Embedder
+
+SCAN_DETECTORS = ("repeat", "cycle", "fail-streak", "stagnation")
+"""The detectors a scan runs by default: the loop detectors, without goal and step budget."""
+
+DEFAULT_EMBEDDER = "ngram"
+"""The embedder of the stagnation check in a scan: fast, offline, deterministic."""
+
+STOPPING = frozenset({"repeat", "cycle", "stagnation", "max-steps"})
+"""Detectors whose verdict ends a session: the first of them is the run's loop point."""
+
+_COMMAND_LIMIT = 300
+N = TypeVar("N", int, float)
+
+
+@dataclass(frozen=True, slots=True)
+class Loop:
+    """One loop found in a run.
+
+    Attributes:
+        step: the step where the detector first fired (0-based, canonical step order).
+        detector: ``repeat``, ``cycle``, ``fail-streak``, ``stagnation`` or ``max-steps``.
+        fingerprint: the loop's fingerprint at its first firing (None for max-steps).
+        evidence: every step that makes the evidence, over the whole loop, sorted.
+        last: the last step at which the detector still fired for this loop.
+        agent: the stream's agent.
+        reason: the detector's sentence at its first firing.
+    """
+
+    step: int
+    detector: str
+    fingerprint: str | None
+    evidence: tuple[int, ...]
+    last: int
+    agent: str = "agent"
+    reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The loop as the ``--json`` output writes it."""
+        return {
+            "step": self.step,
+            "detector": self.detector,
+            "fingerprint": self.fingerprint,
+            "evidence": list(self.evidence),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Waste:
+    """What a run spent after its first loop point.
+
+    Attributes:
+        from_step: the first loop point, or None when no stopping loop was found.
+        steps: the number of steps after the loop point.
+        input_tokens: their prompt tokens, or None when the format records none.
+        output_tokens: their completion tokens, or None when the format records none.
+        cost_usd: their cost in dollars, or None when the format records none.
+    """
+
+    from_step: int | None = None
+    steps: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The waste as the ``--json`` output writes it."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class StepView:
+    """What the HTML timeline shows of one step.
+
+    Attributes:
+        operation: the canonical operation (``read``, ``edit``, ``bash``, ``test``, ...).
+        failed: the step failed (an error or a non-zero exit code).
+        tool: the tool name.
+        command: the command or arguments, cut to a few hundred characters.
+    """
+
+    operation: str
+    failed: bool
+    tool: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunScan:
+    """The scan of one run.
+
+    Attributes:
+        file: the path the run was read from.
+        record: the 0-based line of the run in a multi-run file, else None.
+        format: the trace format.
+        steps: the number of steps.
+        loops: the loops found, in the order of their first step.
+        waste: what the run spent after its first loop point.
+        cost_recorded: the format records tokens or cost per step.
+        views: per step, what a timeline shows (empty unless asked for).
+        problems: things the reader could not read.
+    """
+
+    file: str
+    record: int | None
+    format: str
+    steps: int
+    loops: tuple[Loop, ...]
+    waste: Waste
+    cost_recorded: bool = False
+    views: tuple[StepView, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    @property
+    def first_loop(self) -> int | None:
+        """The first loop point (the first stopping loop's step), or None."""
+        return self.waste.from_step
+
+    def to_json(self) -> dict[str, Any]:
+        """The run's ``--json`` line: file, record, format, steps, loops, waste."""
+        return {
+            "file": self.file,
+            "record": self.record,
+            "format": self.format,
+            "steps": self.steps,
+            "loops": [loop.to_json() for loop in self.loops],
+            "waste": self.waste.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file the scan could not read as a trace, and why."""
+
+    file: str
+    reason: str
+
+
+def scan_config(
+    config: GuardConfig | None = None, *, names_budget: bool | None = None
+) -> GuardConfig:
+    """The config a scan runs with: no goal check, and no step budget unless one is named.
+
+    Args:
+        config: a guard config (``--config``), or None for the scan defaults.
+        names_budget: the config names a step budget; by default, when it sets ``max_steps``
+            or ``task_type`` (PROTOCOL.md section 5: a scan applies no budget otherwise).
+
+    Returns:
+        The config with ``detectors`` restricted accordingly; without a config, the loop
+        detectors of ``SCAN_DETECTORS``.
+    """
+    if config is None:
+        return GuardConfig(detectors=SCAN_DETECTORS, embedder=DEFAULT_EMBEDDER)
+    if names_budget is None:
+        names_budget = config.max_steps is not None or config.task_type is not None
+    detectors = tuple(
+        d
+        for d in config.detectors
+        if d != "goal" and (d != "max-steps" or names_budget) and d in DETECTOR_NAMES
+    )
+    return dataclasses.replace(config, detectors=detectors)
+
+
+@dataclass(slots=True)
+class _Firing:
+    index: int
+    agent: str
+    verdict: Verdict
+    continues: bool
+
+
+@dataclass(slots=True)
+class _Collector:
+    """The detector the scan gives the guard: runs every part, keeps what fires, returns None."""
+
+    parts: tuple[Any, ...]
+    fail_threshold: int
+    views: list[StepView] | None
+    fired: list[_Firing] = field(default_factory=list)
+
+    def __call__(self, history: History) -> Verdict | None:
+        index = history.count - 1
+        if self.views is not None:
+            step = history.step
+            self.views.append(
+                StepView(history.procedure.operation, step.failed, step.tool, _command(step.args))
+            )
+        for part in self.parts:
+            verdict = part(history)
+            if verdict is None or verdict.action is Action.CONTINUE:
+                continue
+            continues = isinstance(part, FailStreak) and history.stream.fails > part.threshold
+            self.fired.append(_Firing(index, history.agent, verdict, continues))
+        return None
+
+
+def _command(args: Mapping[str, Any]) -> str:
+    """The command of a step's arguments, or the arguments compactly, cut short."""
+    command = args.get("command")
+    if isinstance(command, str) and command.strip():
+        text = command
+    else:
+        text = ", ".join(f"{k}={v!r}" for k, v in args.items() if k != "thought")
+    text = text.strip()
+    return text if len(text) <= _COMMAND_LIMIT else text[: _COMMAND_LIMIT - 1] + "…"
+
+
+def group_loops(fired: Iterable[_Firing]) -> list[Loop]:
+    """Fold the verdicts fired in one run into loops, each counted once.
+
+    A firing joins an earlier loop of the same detector and agent when it goes on from the
+    loop's latest firing (see the module docstring) or has the same fingerprint: a loop that
+    comes back later in the run is the same loop.
+    """
+    loops: list[Loop] = []
+    latest: dict[tuple[str, str], int] = {}  # (detector, agent) -> position in loops
+    by_fingerprint: dict[tuple[str, str, str], int] = {}
+    for f in fired:
+        v = f.verdict
+        detector = v.detector or "unknown"
+        key = (detector, f.agent)
+        at = latest.get(key)
+        if at is None or not _continues(loops[at], f, detector):
+            at = by_fingerprint.get((*key, v.fingerprint)) if v.fingerprint else None
+        if at is not None:
+            old = loops[at]
+            loops[at] = dataclasses.replace(
+                old,
+                evidence=tuple(sorted(set(old.evidence).union(v.evidence, (f.index,)))),
+                last=f.index,
+            )
+        else:
+            at = len(loops)
+            loops.append(
+                Loop(
+                    step=f.index,
+                    detector=detector,
+                    fingerprint=v.fingerprint,
+                    evidence=tuple(sorted(set(v.evidence) | {f.index})),
+                    last=f.index,
+                    agent=f.agent,
+                    reason=v.reason,
+                )
+            )
+            if v.fingerprint:
+                by_fingerprint[(*key, v.fingerprint)] = at
+        latest[key] = at
+    return loops
+
+
+def _continues(loop: Loop, firing: _Firing, detector: str) -> bool:
+    if detector == "max-steps":
+        return True
+    if detector == "fail-streak":
+        return firing.continues
+    return not set(loop.evidence).isdisjoint(firing.verdict.evidence)
+
+
+def waste_of(run_steps: int, costs: Sequence[StepCost], loops: Sequence[Loop]) -> Waste:
+    """The waste after the first stopping loop of a run.
+
+    Args:
+        run_steps: the number of steps in the run.
+        costs: per-step usage (``Run.costs``), or empty when the format records none.
+        loops: the run's loops.
+    """
+    points = [loop.step for loop in loops if loop.detector in STOPPING]
+    if not points:
+        return _zero_waste(costs)
+    first = min(points)
+    after = costs[first + 1 :] if costs else ()
+    zero = _zero_waste(costs)
+    return Waste(
+        from_step=first,
+        steps=max(run_steps - first - 1, 0),
+        input_tokens=_add(zero.input_tokens, (c.input_tokens for c in after)),
+        output_tokens=_add(zero.output_tokens, (c.output_tokens for c in after)),
+        cost_usd=_add(zero.cost_usd, (c.cost_usd for c in after)),
+    )
+
+
+def _zero_waste(costs: Sequence[StepCost]) -> Waste:
+    return Waste(
+        input_tokens=0 if any(c.input_tokens is not None for c in costs) else None,
+        output_tokens=0 if any(c.output_tokens is not None for c in costs) else None,
+        cost_usd=0.0 if any(c.cost_usd is not None for c in costs) else None,
+    )
+
+
+def _add(start: N | None, values: Iterable[N | None]) -> N | None:
+    """``start`` plus the recorded values; None (not recorded) stays None."""
+    if start is None:
+        return None
+    total = start
+    for value in values:
+        if value is not None:
+            total += value
+    return total
+
+
+class Scanner:
+    """Scans runs with one config and one embedder (loaded once, shared by every run).
+
+    Args:
+        config: the scan config; see ``scan_config`` (the default: loop detectors, ngram).
+        embedder: the embedder of the stagnation check; by default ``config.embedder``.
+        views: keep per-step views for a timeline (the HTML report).
+
+    Example::
+
+        scanner = Scanner()
+        for result in scanner.scan_paths([Path("runs/")]):
+            print(result.file, [loop.detector for loop in result.loops])
+    """
+
+    def __init__(
+        self,
+        config: GuardConfig | None = None,
+        *,
+        embedder: Embedder | None = None,
+        views: bool = False,
+    ) -> None:
+        self.config = config if config is not None else scan_config()
+        if embedder is None:
+            from antiloop.embed import get_embedder
+
+            embedder = get_embedder(self.config.embedder)
+        self.embedder: Embedder = embedder
+        self.views = views
+        self._parts = default_detector(self.config, self.embedder).detectors
+
+    def scan_run(self, run: Run) -> RunScan:
+        """Scan one run: every loop in it, and the waste after its first loop point."""
+        views: list[StepView] | None = [] if self.views else None
+        collector = _Collector(self._parts, self.config.failure_streak, views)
+        guard = Guard(collector, config=self.config, embedder=self.embedder, audit=False)
+        steps = run.steps
+        if steps and any(s.session != steps[0].session for s in steps):
+            steps = tuple(dataclasses.replace(s, session="run") for s in steps)
+        record = guard.record
+        for step in steps:
+            record(step)
+        loops = tuple(group_loops(collector.fired))
+        return RunScan(
+            file=run.file,
+            record=run.record,
+            format=run.format,
+            steps=len(steps),
+            loops=loops,
+            waste=waste_of(len(steps), run.costs, loops),
+            cost_recorded=bool(run.costs),
+            views=tuple(views) if views is not None else (),
+            problems=run.problems,
+        )
+
+    def scan_file(self, path: Path, format: str = "auto") -> Iterator[RunScan]:
+        """Scan every run of one trace file.
+
+        Raises:
+            UnknownFormat: the file is no known trace (raised before the first run).
+            OSError: the file cannot be read.
+        """
+        for run in read_runs(path, format):
+            yield self.scan_run(run)
+
+    def scan_paths(
+        self,
+        paths: Sequence[Path],
+        format: str = "auto",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Iterator[RunScan | Skipped]:
+        """Scan files and directories (recursively); a file that is no trace is ``Skipped``.
+
+        Args:
+            paths: files and directories.
+            format: ``auto`` or one of the trace formats.
+            progress: called with (files done, files in all) after each file.
+
+        Raises:
+            FileNotFoundError: a path does not exist (before anything is scanned).
+        """
+        files = list(iter_paths(paths))
+        for done, path in enumerate(files, start=1):
+            try:
+                yield from self.scan_file(path, format)
+            except (UnknownFormat, OSError) as exc:
+                yield Skipped(str(path), _reason(exc, path))
+            if progress is not None:
+                progress(done, len(files))
+
+
+def _reason(exc: BaseException, path: Path) -> str:
+    text = str(exc)
+    prefix = f"{path}: "
+    if isinstance(exc, OSError):
+        return f"cannot read: {exc.strerror or exc}"
+    return text[len(prefix) :] if text.startswith(prefix) else text

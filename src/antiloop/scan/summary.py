@@ -1,0 +1,153 @@
+"""The corpus summary of a scan, kept as the runs stream past (nothing per run is kept)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from antiloop.scan.engine import RunScan, Skipped, Waste
+
+TOP_FINGERPRINTS = 10
+
+
+@dataclass(slots=True)
+class Summary:
+    """Counts over every run scanned: loops by kind, common fingerprints, total waste.
+
+    Feed it with ``add`` (a ``RunScan`` or a ``Skipped`` file); ``to_json`` gives the final
+    ``{"summary": ...}`` object of ``--json``.
+    """
+
+    files: int = 0
+    """Files read as traces (``skipped`` holds the others)."""
+    runs: int = 0
+    steps: int = 0
+    runs_with_loops: int = 0
+    loops: int = 0
+    runs_by_kind: Counter[str] = field(default_factory=Counter)
+    loops_by_kind: Counter[str] = field(default_factory=Counter)
+    runs_by_format: Counter[str] = field(default_factory=Counter)
+    fingerprint_runs: Counter[str] = field(default_factory=Counter)
+    fingerprint_kind: dict[str, str] = field(default_factory=dict)
+    waste_steps: int = 0
+    waste_input_tokens: int | None = None
+    waste_output_tokens: int | None = None
+    waste_cost_usd: float | None = None
+    skipped: list[Skipped] = field(default_factory=list)
+    _last_file: str | None = None
+
+    def add(self, item: RunScan | Skipped) -> None:
+        """Count one run, or one file that was skipped."""
+        if isinstance(item, Skipped):
+            self.skipped.append(item)
+            return
+        if item.file != self._last_file:
+            self.files += 1
+            self._last_file = item.file
+        self.runs += 1
+        self.steps += item.steps
+        self.runs_by_format[item.format] += 1
+        if item.loops:
+            self.runs_with_loops += 1
+            self.loops += len(item.loops)
+            self.runs_by_kind.update({loop.detector for loop in item.loops})
+            self.loops_by_kind.update(loop.detector for loop in item.loops)
+            prints = {loop.fingerprint: loop.detector for loop in item.loops if loop.fingerprint}
+            self.fingerprint_runs.update(list(prints))
+            for fp, kind in prints.items():
+                self.fingerprint_kind.setdefault(fp, kind)
+        waste = item.waste
+        self.waste_steps += waste.steps
+        if waste.input_tokens is not None:
+            self.waste_input_tokens = (self.waste_input_tokens or 0) + waste.input_tokens
+        if waste.output_tokens is not None:
+            self.waste_output_tokens = (self.waste_output_tokens or 0) + waste.output_tokens
+        if waste.cost_usd is not None:
+            self.waste_cost_usd = (self.waste_cost_usd or 0.0) + waste.cost_usd
+
+    def top_fingerprints(self, n: int = TOP_FINGERPRINTS) -> list[tuple[str, int]]:
+        """The ``n`` fingerprints found in the most runs, with their run counts."""
+        return sorted(self.fingerprint_runs.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary object of ``--json``."""
+        return {
+            "files": self.files,
+            "runs": self.runs,
+            "steps": self.steps,
+            "skipped": [{"file": s.file, "reason": s.reason} for s in self.skipped],
+            "runs_by_format": dict(sorted(self.runs_by_format.items())),
+            "runs_with_loops": self.runs_with_loops,
+            "loops": self.loops,
+            "runs_with_loops_by_kind": dict(sorted(self.runs_by_kind.items())),
+            "loops_by_kind": dict(sorted(self.loops_by_kind.items())),
+            "top_fingerprints": [
+                {"fingerprint": fp, "detector": self.fingerprint_kind[fp], "runs": runs}
+                for fp, runs in self.top_fingerprints()
+            ],
+            "waste": {
+                "steps": self.waste_steps,
+                "input_tokens": self.waste_input_tokens,
+                "output_tokens": self.waste_output_tokens,
+                "cost_usd": None if self.waste_cost_usd is None else round(self.waste_cost_usd, 6),
+            },
+        }
+
+    def text(self) -> str:
+        """The summary for people, a few lines."""
+        lines = [
+            f"Scanned {self.runs} runs ({self.steps} steps) in {self.files} files"
+            + (f"; {len(self.skipped)} files skipped" if self.skipped else "")
+            + ".",
+        ]
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.runs_by_kind.items()))
+        share = f" ({100 * self.runs_with_loops / self.runs:.0f}%)" if self.runs else ""
+        lines.append(
+            f"Runs with loops: {self.runs_with_loops}{share}"
+            + (f"; by kind: {kinds}" if kinds else "")
+        )
+        lines.append(f"Waste after the first loop point: {waste_text(self)}.")
+        top = self.top_fingerprints(5)
+        if top:
+            lines.append("Most common fingerprints (runs):")
+            lines.extend(f"  {runs:>4}  {fp}" for fp, runs in top)
+        return "\n".join(lines)
+
+
+def waste_text(summary: Summary) -> str:
+    """``N steps, N tokens, $N`` for the parts that are recorded."""
+    parts = [f"{summary.waste_steps} steps"]
+    tokens = (summary.waste_input_tokens or 0) + (summary.waste_output_tokens or 0)
+    if summary.waste_input_tokens is not None or summary.waste_output_tokens is not None:
+        parts.append(f"{tokens:,} tokens")
+    if summary.waste_cost_usd is not None:
+        parts.append(f"${summary.waste_cost_usd:,.2f}")
+    return ", ".join(parts)
+
+
+def run_waste_text(waste: Waste) -> str:
+    """One run's waste: ``N steps, N tokens, $N`` for the parts the format records."""
+    parts = [f"{waste.steps} steps"]
+    if waste.input_tokens is not None or waste.output_tokens is not None:
+        parts.append(f"{(waste.input_tokens or 0) + (waste.output_tokens or 0):,} tokens")
+    if waste.cost_usd is not None:
+        parts.append(f"${waste.cost_usd:,.2f}")
+    return ", ".join(parts)
+
+
+def ranges(indices: Sequence[int]) -> str:
+    """Step indices as ranges: ``1-3, 7`` for (1, 2, 3, 7)."""
+    parts: list[str] = []
+    start = prev = -2
+    for i in indices:
+        if i == prev + 1:
+            prev = i
+            continue
+        if start >= 0:
+            parts.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = i
+    if start >= 0:
+        parts.append(f"{start}-{prev}" if prev != start else str(start))
+    return ", ".join(parts)
