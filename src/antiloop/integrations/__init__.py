@@ -1,0 +1,13 @@
+"""Adapters that put the guard inside agent frameworks, each behind its extra.
+
+=====================================  ==========================  ==============================
+module                                 extra                       what it plugs into
+=====================================  ==========================  ==============================
+``antiloop.integrations.langchain``    ``antiloop[langchain]``     LangChain v1 ``AgentMiddleware``
+``antiloop.integrations.openai_agents``  ``antiloop[openai-agents]``  tool guardrails + ``RunHooks``
+``antiloop.integrations.autogen``      ``antiloop[autogen]``       a ``TerminationCondition``
+``antiloop.integrations.mcp_proxy``    (none: standard library)    ``antiloop mcp-proxy``
+=====================================  ==========================  ==============================
+
+Importing a module whose framework is missing raises ``MissingExtra`` with the pip command.
+"""

@@ -1,0 +1,199 @@
+"""What every integration shares: approval decisions, the text shown to the model, tool outputs.
+
+Approvals stay pluggable: an integration takes ``needs_approval(tool, args) -> bool`` (any
+callable, such as the policy of ``antiloop.approval`` once it exists) and asks the person with
+the framework's own mechanism; the answer comes back as a ``Decision``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from antiloop.audit import AuditEvent
+from antiloop.guard import Guard
+from antiloop.verdict import Action, Verdict
+
+log = logging.getLogger("antiloop")
+
+#: ``needs_approval(tool, args)``: True (or ``"ask"``) when a person must approve the call
+#: first, ``"deny"`` to refuse it outright, False (or ``"allow"``) to let it run. An object
+#: with ``decide(tool, args)`` returning something with a ``decision`` attribute (the shape of
+#: ``antiloop.approval``'s policy) is accepted too.
+ApprovalPolicy = Callable[[str, Mapping[str, Any]], object]
+
+_YES = frozenset({"approve", "approved", "accept", "allow", "yes", "y", "true", "ok"})
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A person's answer to an approval request.
+
+    Attributes:
+        approved: True to run the call (or go on), False to refuse it.
+        comment: the person's words, passed to the model on a refusal.
+        by: who answered, when known.
+
+    Example:
+        >>> Decision.parse({"type": "reject", "message": "not on prod"})
+        Decision(approved=False, comment='not on prod', by=None)
+    """
+
+    approved: bool
+    comment: str | None = None
+    by: str | None = None
+
+    @classmethod
+    def parse(cls, value: object) -> Decision:
+        """Read an answer: a bool, ``"approve"``/``"reject"``, or a mapping.
+
+        Mappings may be LangChain's HITL form (``{"type": "approve" | "reject", "message"}``)
+        or ``{"approved": bool, "comment": str, "by": str}``. Anything else is a refusal.
+        """
+        if isinstance(value, Decision):
+            return value
+        if isinstance(value, bool):
+            return cls(value)
+        if isinstance(value, str):
+            return cls(value.strip().lower() in _YES)
+        if isinstance(value, Mapping):
+            comment = value.get("comment", value.get("message"))
+            by = value.get("by")
+            if "approved" in value:
+                approved = value["approved"] is True
+            else:
+                approved = str(value.get("type", value.get("action", ""))).lower() in _YES
+            return cls(
+                approved,
+                comment if isinstance(comment, str) and comment else None,
+                by if isinstance(by, str) else None,
+            )
+        return cls(False, f"unreadable answer {value!r}")
+
+
+def approval_needed(policy: object, tool: str, args: Mapping[str, Any]) -> str:
+    """Ask a policy about one call: ``allow``, ``ask`` or ``deny``."""
+    if policy is None:
+        return "allow"
+    decide = getattr(policy, "decide", None)
+    answer = decide(tool, args) if callable(decide) else policy(tool, args)  # type: ignore[operator]
+    answer = getattr(answer, "decision", answer)
+    if answer is True:
+        return "ask"
+    if answer is False or answer is None:
+        return "allow"
+    text = str(answer).lower()
+    return text if text in ("allow", "ask", "deny") else "ask"
+
+
+def denied(tool: str, decision: Decision) -> Verdict:
+    """The verdict for a call a person refused (it refuses this one call)."""
+    said = f": {decision.comment}" if decision.comment else "."
+    return Verdict.block(
+        "approval",
+        f"A person refused {tool}{said}",
+        outcome="denied",
+        hint=(
+            f"A person refused this {tool} call{said} Do not retry it unless they ask; "
+            "choose another way or ask them what to do."
+        ),
+        escalate_to="human",
+    )
+
+
+def model_text(verdict: Verdict) -> str:
+    """What the model reads in place of a refused call or a looping result."""
+    text = verdict.hint or verdict.reason
+    if verdict.action is Action.STOP:
+        text = f"The run is stopped: {verdict.reason} {verdict.hint}".strip()
+    if verdict.fingerprint:
+        text += f" [antiloop fingerprint: {verdict.fingerprint}]"
+    return f"antiloop: {text}"
+
+
+def verdict_info(verdict: Verdict) -> dict[str, Any]:
+    """The verdict as a small JSON-ready dict, for metadata fields the model does not read."""
+    return {
+        "action": verdict.action.name.lower(),
+        "detector": verdict.detector,
+        "outcome": verdict.outcome,
+        "fingerprint": verdict.fingerprint,
+        "reason": verdict.reason,
+        "hint": verdict.hint,
+    }
+
+
+def record_decision(
+    guard: Guard,
+    *,
+    session: str | None,
+    agent: str,
+    tool: str,
+    args: Mapping[str, Any],
+    decision: Decision,
+    verdict: Verdict | None = None,
+) -> None:
+    """Put a person's decision in the audit log, when the guard's store keeps one."""
+    sink = getattr(guard.store, "append_audit", None)
+    log.info(
+        "antiloop: %s %s %s in session %s",
+        decision.by or "a person",
+        "approved" if decision.approved else "refused",
+        tool,
+        session,
+    )
+    if sink is None:
+        return
+    sink(
+        AuditEvent(
+            kind="approval",
+            session=session_of(guard, session),
+            at=guard.clock(),
+            agent=agent,
+            tool=tool,
+            args=args,
+            verdict=verdict,
+            detail={
+                "approved": decision.approved,
+                "comment": decision.comment,
+                "decided_by": decision.by,
+            },
+        )
+    )
+
+
+def session_of(guard: Guard, session: str | None) -> str:
+    """The session id the guard will use: ``session``, else the one ``guard.session()`` bound."""
+    return session or guard._session_id(None)
+
+
+def as_text(value: object) -> str:
+    """A tool's output as the text the guard compares."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def parse_args(raw: object) -> dict[str, Any]:
+    """Tool arguments as a dict: JSON text is decoded; anything else is wrapped."""
+    if isinstance(raw, Mapping):
+        return dict(raw)
+    if isinstance(raw, str):
+        if not raw.strip():
+            return {}
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return {"input": raw}
+        return value if isinstance(value, dict) else {"input": value}
+    if raw is None:
+        return {}
+    return {"input": raw}

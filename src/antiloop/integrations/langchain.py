@@ -1,0 +1,285 @@
+"""antiloop inside LangChain v1 agents (``create_agent``) as an ``AgentMiddleware``.
+
+    from langchain.agents import create_agent
+    from antiloop.integrations.langchain import AntiloopMiddleware
+
+    agent = create_agent(model, tools, middleware=[AntiloopMiddleware()])
+
+Every tool call passes the guard before it runs and is recorded after it. A loop answers the
+model with a ``ToolMessage`` (``status="error"``) carrying the hint and the fingerprint instead
+of the result; a stopped session ends the run (``jump_to: "end"``) before the next model call.
+Approvals use LangGraph's ``interrupt()``, so ``Command(resume=...)`` continues the run (a
+checkpointer and a ``thread_id`` are needed, as for any interrupt). Written against
+langchain 1.x and langgraph 1.x; install with ``pip install 'antiloop[langchain]'``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from antiloop.errors import MissingExtra
+from antiloop.guard import Guard
+from antiloop.integrations._common import (
+    ApprovalPolicy,
+    Decision,
+    approval_needed,
+    as_text,
+    denied,
+    model_text,
+    record_decision,
+    session_of,
+    verdict_info,
+)
+from antiloop.verdict import Action, Verdict
+
+try:
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ToolCallRequest,
+        hook_config,
+    )
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langgraph.runtime import Runtime
+    from langgraph.types import Command, interrupt
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise MissingExtra("langchain", "langchain", "antiloop.integrations.langchain") from exc
+
+__all__ = ["AntiloopMiddleware", "Decision"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    tool: str
+    args: dict[str, Any]
+    call_id: str
+    session: str | None
+
+
+class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
+    """Checks each tool call before it runs, records it after, and ends looping runs.
+
+    Args:
+        guard: the guard to use; a fresh in-memory ``Guard()`` by default.
+        session: the antiloop session; by default the LangGraph ``thread_id`` (else the
+            session bound with ``guard.session()``, else ``"default"``).
+        agent: the agent name in fingerprints.
+        needs_approval: ``(tool, args) -> bool`` (see ``ApprovalPolicy``); True pauses the run
+            with ``interrupt()`` before the call, and the resume value decides (``True``/``False``,
+            ``{"type": "approve" | "reject", "message": ...}`` or
+            ``{"approved": bool, "comment": ...}``).
+        end_on_stop: end the run (``jump_to: "end"``) once the session is stopped.
+        reset_on_user_message: a new run that starts with a person's message opens a fresh
+            window (``guard.reset``), so an old stop does not end the new request.
+
+    A verdict of ``ask`` (for example ``GuardConfig(repeat_action="ask")``) pauses the run with
+    ``interrupt()`` before the next model call; approving goes on, refusing ends the run.
+
+    Example:
+        >>> mw = AntiloopMiddleware(needs_approval=lambda tool, args: tool == "delete_file")
+        >>> mw.name
+        'AntiloopMiddleware'
+    """
+
+    def __init__(
+        self,
+        guard: Guard | None = None,
+        *,
+        session: str | None = None,
+        agent: str = "agent",
+        needs_approval: ApprovalPolicy | None = None,
+        end_on_stop: bool = True,
+        reset_on_user_message: bool = True,
+    ) -> None:
+        super().__init__()
+        self.guard = guard if guard is not None else Guard()
+        self.session = session
+        self.agent = agent
+        self.needs_approval = needs_approval
+        self.end_on_stop = end_on_stop
+        self.reset_on_user_message = reset_on_user_message
+        self._asks: dict[str, Verdict] = {}
+
+    def __repr__(self) -> str:
+        return f"AntiloopMiddleware({self.guard!r}, agent={self.agent!r})"
+
+    # -- tool calls ------------------------------------------------------------------------
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """Check before the tool runs, record after; answer a loop with an error ToolMessage."""
+        call = self._call(request)
+        refused = self._before(call)
+        if refused is not None:
+            return refused
+        return self._after(call, handler(request))
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """The async twin of ``wrap_tool_call``."""
+        call = self._call(request)
+        refused = self._before(call)
+        if refused is not None:
+            return refused
+        return self._after(call, await handler(request))
+
+    def _call(self, request: ToolCallRequest) -> _Call:
+        tool_call = request.tool_call
+        args = tool_call.get("args") or {}
+        info = getattr(request.runtime, "execution_info", None)
+        return _Call(
+            tool=str(tool_call["name"]),
+            args=dict(args) if isinstance(args, Mapping) else {"input": args},
+            call_id=str(tool_call.get("id") or ""),
+            session=self.session or getattr(info, "thread_id", None),
+        )
+
+    def _before(self, call: _Call) -> ToolMessage | None:
+        verdict = self.guard.check(call.tool, call.args, session=call.session, agent=self.agent)
+        if verdict.action >= Action.BLOCK:
+            return _refusal(call, verdict)
+        need = approval_needed(self.needs_approval, call.tool, call.args)
+        if need == "deny":
+            return _refusal(call, denied(call.tool, Decision(False, "refused by policy", "policy")))
+        if need == "ask":
+            answer = interrupt(
+                {
+                    "type": "antiloop_approval",
+                    "tool": call.tool,
+                    "args": call.args,
+                    "tool_call_id": call.call_id,
+                    "session": call.session,
+                    "reason": f"{call.tool} needs a person's approval before it runs.",
+                }
+            )
+            decision = Decision.parse(answer)
+            refusal = None if decision.approved else denied(call.tool, decision)
+            record_decision(
+                self.guard,
+                session=call.session,
+                agent=self.agent,
+                tool=call.tool,
+                args=call.args,
+                decision=decision,
+                verdict=refusal,
+            )
+            if refusal is not None:
+                return _refusal(call, refusal)
+        return None
+
+    def _after(self, call: _Call, result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
+        if not isinstance(result, ToolMessage):
+            return result  # a Command from the tool: nothing to compare
+        failed = result.status == "error"
+        text = as_text(result.content)
+        verdict = self.guard.record(
+            self.guard.step(
+                call.tool,
+                call.args,
+                session=session_of(self.guard, call.session),
+                agent=self.agent,
+                output=None if failed else text,
+                error=text if failed else None,
+            )
+        )
+        if verdict.action >= Action.BLOCK:
+            return _refusal(call, verdict)
+        if verdict.action is Action.ASK:
+            self._asks[self._key(call.session)] = verdict
+        if verdict.action in (Action.NUDGE, Action.ASK) and isinstance(result.content, str):
+            return result.model_copy(
+                update={"content": f"{result.content}\n\n{model_text(verdict)}"}
+            )
+        return result
+
+    # -- between steps ---------------------------------------------------------------------
+
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """A run that starts with a person's message opens a fresh window."""
+        if self.reset_on_user_message:
+            messages = state.get("messages") or []
+            if messages and isinstance(messages[-1], HumanMessage):
+                self.guard.reset(self._session(runtime), reason="user message")
+                self._asks.pop(self._key(self._session(runtime)), None)
+        return None
+
+    async def abefore_agent(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """The async twin of ``before_agent``."""
+        return self.before_agent(state, runtime)
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """End a stopped run; pause for a person on an ``ask`` verdict."""
+        session = self._session(runtime)
+        ended = self.guard.ended(session)
+        if ended is not None and self.end_on_stop:
+            return _end(f"antiloop stopped the run: {ended.reason}{_fp(ended)}")
+        ask = self._asks.get(self._key(session))
+        if ask is None:
+            return None
+        answer = interrupt(
+            {
+                "type": "antiloop_ask",
+                "session": session,
+                "reason": ask.reason,
+                "fingerprint": ask.fingerprint,
+                "detector": ask.detector,
+            }
+        )
+        decision = Decision.parse(answer)
+        self._asks.pop(self._key(session), None)
+        record_decision(
+            self.guard,
+            session=session,
+            agent=self.agent,
+            tool=ask.detector or "ask",
+            args={},
+            decision=decision,
+            verdict=ask,
+        )
+        if decision.approved:
+            return None
+        said = f": {decision.comment}" if decision.comment else "."
+        return _end(f"antiloop: a person stopped the run ({ask.reason}){said}")
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(
+        self, state: AgentState[Any], runtime: Runtime[Any]
+    ) -> dict[str, Any] | None:
+        """The async twin of ``before_model``."""
+        return self.before_model(state, runtime)
+
+    def _session(self, runtime: Runtime[Any]) -> str | None:
+        info = getattr(runtime, "execution_info", None)
+        return self.session or getattr(info, "thread_id", None)
+
+    def _key(self, session: str | None) -> str:
+        return session_of(self.guard, session)
+
+
+def _refusal(call: _Call, verdict: Verdict) -> ToolMessage:
+    return ToolMessage(
+        content=model_text(verdict),
+        tool_call_id=call.call_id,
+        name=call.tool,
+        status="error",
+        response_metadata={"antiloop": verdict_info(verdict)},
+    )
+
+
+def _fp(verdict: Verdict) -> str:
+    return f" [fingerprint: {verdict.fingerprint}]" if verdict.fingerprint else ""
+
+
+def _end(text: str) -> dict[str, Any]:
+    return {"jump_to": "end", "messages": [AIMessage(content=text)]}
