@@ -150,7 +150,8 @@ class Guard:
         approver: called with an ``ask`` verdict by ``enforce()``; returns True to go on.
         mode: ``enforce`` (default) or ``shadow``: judge and log everything, never block.
         store: where session state lives: a Store or a URL; in this process by default.
-        audit: write an audit event per step to the store, when the store keeps an audit log.
+        audit: write an audit event per step to the store, when the store keeps an audit log
+            (default: yes, except for the in-process memory store).
         on_store_error: ``allow`` (default: go on unguarded, with a loud log line) or
             ``block`` when the store fails.
         clock: seconds since the epoch, for audit times (inject a fake one in tests).
@@ -172,7 +173,7 @@ class Guard:
         approver: Callable[[Verdict], bool] | None = None,
         mode: str | None = None,
         store: Store | str | None = None,
-        audit: bool = True,
+        audit: bool | None = None,
         on_store_error: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -196,6 +197,8 @@ class Guard:
         self.store: Store = store if store is not None else MemoryStore()
         self.on_store_error = on_store_error or self.config.on_store_error
         self.clock = clock
+        if audit is None:  # an in-process guard keeps no log unless asked: memory stays bounded
+            audit = not isinstance(self.store, MemoryStore)
         sink = getattr(self.store, "append_audit", None) if audit else None
         self._audit: Callable[[AuditEvent], None] | None = sink
 
