@@ -19,6 +19,10 @@ from antiloop.errors import AntiloopError
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("antiloop.commands.check", "judge a stream of steps (JSON lines), one verdict each"),
     "demo": ("antiloop.commands.demo", "watch the guard stop three looping agents"),
+    "serve": ("antiloop.commands.serve", "run the HTTP API and dashboard (approvals, sessions)"),
+    "stop": ("antiloop.commands.stop", "stop a guarded run at its next step"),
+    "approve": ("antiloop.commands.approve", "approve a pending request (--list shows them)"),
+    "deny": ("antiloop.commands.approve", "deny a pending request, with -m for the agent"),
     "scan": ("antiloop.commands.scan", "find the loops in recorded agent runs, and what they cost"),
 }
 

@@ -1,0 +1,99 @@
+"""``antiloop serve``: the HTTP API and dashboard on uvicorn (the ``server`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+
+from antiloop.errors import ConfigError, MissingExtra
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``antiloop serve``."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
+    parser.add_argument("--store", help="store URL (default: the default SQLite store)")
+    parser.add_argument("--config", help="antiloop.toml or JSON: [guard] and [approval] tables")
+    parser.add_argument(
+        "--webhook", help="POST approval requests to this URL (signed; ANTILOOP_WEBHOOK_SECRET)"
+    )
+    parser.add_argument("--webhook-template", default="json", choices=("json", "slack", "telegram"))
+    parser.add_argument("--log-level", default="warning", help="uvicorn's log level")
+    parser.set_defaults(handler=run)
+
+
+def default_store() -> str:
+    """The stores' default URL (SQLite), or ``memory://`` until a default store exists."""
+    from antiloop import stores
+
+    default = getattr(stores, "default_store_url", None)
+    return default() if callable(default) else "memory://"
+
+
+def load(path: str | None) -> tuple[object | None, object | None]:
+    """The guard config and approval policy from a config file's [guard] and [approval]."""
+    if path is None:
+        return None, None
+    import json
+    import tomllib
+    from pathlib import Path
+
+    from antiloop.approval.policy import ApprovalPolicy
+    from antiloop.config import GuardConfig
+
+    file = Path(path)
+    try:
+        raw = file.read_bytes()
+        data = json.loads(raw) if file.suffix == ".json" else tomllib.loads(raw.decode())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read config {file}: {exc}") from None
+    approval = data.pop("approval", None)
+    guard = data.pop("guard", data)
+    policy = ApprovalPolicy.from_mapping(approval, f"{file} [approval]") if approval else None
+    return GuardConfig.from_mapping(guard, str(file)), policy
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Run the service until Ctrl+C."""
+    try:
+        import uvicorn
+
+        from antiloop.server import Service, create_app
+    except ImportError as exc:
+        raise MissingExtra("server", exc.name or "uvicorn", "antiloop serve") from exc
+    from antiloop.approval import WebChannel, WebhookChannel
+
+    token = os.environ.get("ANTILOOP_TOKEN") or secrets.token_urlsafe(24)
+    secret = os.environ.get("ANTILOOP_WEBHOOK_SECRET")
+    config, policy = load(ns.config)
+    url = f"http://{ns.host}:{ns.port}"
+    channels: list[object] = [WebChannel(url + "/")]
+    if ns.webhook:
+        if not secret:
+            raise ConfigError("--webhook needs ANTILOOP_WEBHOOK_SECRET to sign with")
+        channels.append(WebhookChannel(ns.webhook, secret, ns.webhook_template, answer_url=url))
+    service = Service(
+        ns.store or default_store(),
+        token,
+        config=config,  # type: ignore[arg-type]
+        policy=policy,  # type: ignore[arg-type]
+        channels=channels,  # type: ignore[arg-type]
+        webhook_secret=secret,
+    )
+    if "ANTILOOP_TOKEN" in os.environ:
+        print(f"antiloop serve: {url}/  store {service.store.url}", file=sys.stderr)
+    else:
+        print(f"antiloop serve: token {token}", file=sys.stderr)
+        print(f"antiloop serve: {url}/#token={token}  store {service.store.url}", file=sys.stderr)
+    sys.stderr.flush()
+    uvicorn.run(
+        create_app(service),
+        host=ns.host,
+        port=ns.port,
+        log_level=ns.log_level,
+        access_log=False,
+        lifespan="on",
+    )
+    return 0
