@@ -1,18 +1,31 @@
-"""The in-process store: live state objects behind one lock; nothing is copied or encoded."""
+"""The in-process store: live state objects behind one lock; nothing is copied or encoded.
+
+It has every optional capability (audit log, approvals, cache, interventions), in memory.
+Unlike the other stores it hands out the live state: a transaction that raises keeps the
+changes made before the raise (audit events appended in it are dropped, as elsewhere).
+"""
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from antiloop.history import SessionState
 
+if TYPE_CHECKING:
+    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.audit import AuditEvent
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
+
 
 class _Transaction:
-    __slots__ = ("_lock", "_state")
+    __slots__ = ("_state", "_store")
 
-    def __init__(self, lock: threading.RLock, state: SessionState) -> None:
-        self._lock = lock
+    def __init__(self, store: MemoryStore, state: SessionState) -> None:
+        self._store = store
         self._state = state
 
     def __enter__(self) -> SessionState:
@@ -24,11 +37,23 @@ class _Transaction:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._lock.release()
+        store = self._store
+        pending = store._pending
+        store._pending = None
+        try:
+            if pending and kind is None:
+                for event in pending:
+                    store._append(event)
+        finally:
+            store._lock.release()
 
 
 class MemoryStore:
     """Session state in this process only: fast, and gone when the process ends.
+
+    Args:
+        audit_cap: bytes of UTF-8 kept of each record's args, output and error.
+        clock: seconds since the epoch, for cache expiry.
 
     Example:
         >>> store = MemoryStore()
@@ -38,17 +63,26 @@ class MemoryStore:
         1
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, audit_cap: int = 4096, clock: Callable[[], float] = time.time) -> None:
         self._states: dict[str, SessionState] = {}
         self._lock = threading.RLock()
+        self._pending: list[AuditEvent] | None = None
+        self.audit_cap = audit_cap
+        self.clock = clock
+        self._rows: list[AuditRow] = []
+        self._head: tuple[int, str] | None = None
+        self._approvals: dict[str, str] = {}
+        self._cache: dict[str, tuple[float, str]] = {}
+        self._feedback: dict[str, list[str]] = {}
+        self._stops: dict[str, str] = {}
 
     def __repr__(self) -> str:
         return "MemoryStore()"
 
     @classmethod
-    def from_url(cls, url: str) -> MemoryStore:
+    def from_url(cls, url: str, **options: Any) -> MemoryStore:
         """``memory://`` (anything after the scheme is ignored)."""
-        return cls()
+        return cls(**options)
 
     @property
     def url(self) -> str:
@@ -61,7 +95,8 @@ class MemoryStore:
         state = self._states.get(session)
         if state is None:
             state = self._states[session] = SessionState()
-        return _Transaction(self._lock, state)
+        self._pending = []
+        return _Transaction(self, state)
 
     def peek(self, session: str) -> SessionState | None:
         """The live state, or None."""
@@ -71,6 +106,8 @@ class MemoryStore:
         """Drop the session."""
         with self._lock:
             self._states.pop(session, None)
+            self._feedback.pop(session, None)
+            self._stops.pop(session, None)
 
     def sessions(self) -> list[str]:
         """Every session id held."""
@@ -79,3 +116,147 @@ class MemoryStore:
 
     def close(self) -> None:
         """Nothing to release."""
+
+    # -- audit ----------------------------------------------------------------------------
+
+    def append_audit(self, event: AuditEvent) -> None:
+        """Keep an event; inside a transaction, when the transaction ends cleanly."""
+        with self._lock:
+            if self._pending is not None:
+                self._pending.append(event)
+            else:
+                self._append(event)
+
+    def _append(self, event: AuditEvent) -> None:
+        from antiloop.stores.auditlog import GENESIS, build_record
+
+        seq, prev = self._head or (0, GENESIS)
+        row = build_record(event, seq + 1, prev, self.audit_cap)
+        self._rows.append(row)
+        self._head = (row.seq, row.hash)
+
+    def audit_records(
+        self, session: str | None = None, since_seq: int = 0
+    ) -> Iterator[AuditRecord]:
+        """The records after ``since_seq``, of one session or all."""
+        from antiloop.stores.auditlog import parse_rows
+
+        with self._lock:
+            rows = [r for r in self._rows if r.seq > since_seq]
+        for record in parse_rows(rows):
+            if session is None or record.session == session:
+                yield record
+
+    def session_summaries(self) -> list[SessionSummary]:
+        """One summary per session in the log."""
+        from antiloop.stores.auditlog import summarise
+
+        return summarise(self.audit_records())
+
+    def verify_audit(self) -> list[Problem]:
+        """Check the chain."""
+        from antiloop.stores.auditlog import verify_chain
+
+        with self._lock:
+            rows = sorted(self._rows, key=lambda r: r.seq)
+            return verify_chain(rows, self._head)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def put_approval(self, request: ApprovalRequest) -> None:
+        """Keep a request."""
+        from antiloop.stores._common import approval_to_json
+
+        with self._lock:
+            self._approvals[request.id] = approval_to_json(request)
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:
+        """The request, or None."""
+        from antiloop.stores._common import approval_from_json
+
+        text = self._approvals.get(id)
+        return None if text is None else approval_from_json(text)
+
+    def decide_approval(
+        self,
+        id: str,
+        status: ApprovalStatus | str,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending request atomically."""
+        from antiloop.stores._common import approval_to_json, decide
+
+        with self._lock:
+            current = self.get_approval(id)
+            if current is None:
+                raise KeyError(id)
+            when = self.clock() if now is None else now
+            changed = decide(current, status, decided_by, comment, edited_args, when)
+            if changed is None:
+                return current
+            self._approvals[id] = approval_to_json(changed)
+            return changed
+
+    def list_approvals(
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        """Requests, oldest first."""
+        from antiloop.stores._common import approval_from_json
+
+        with self._lock:
+            found = [approval_from_json(t) for t in self._approvals.values()]
+        return sorted(
+            (
+                r
+                for r in found
+                if (status is None or r.status == status)
+                and (session is None or r.session == session)
+            ),
+            key=lambda r: (r.created_at, r.id),
+        )
+
+    # -- cache ----------------------------------------------------------------------------
+
+    def cache_get(self, key: str) -> str | None:
+        """The cached value, or None."""
+        hit = self._cache.get(key)
+        if hit is None:
+            return None
+        if hit[0] <= self.clock():
+            self._cache.pop(key, None)
+            return None
+        return hit[1]
+
+    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
+        """Keep a value for ``ttl_seconds``."""
+        with self._lock:
+            self._cache[key] = (self.clock() + ttl_seconds, value)
+
+    # -- people ---------------------------------------------------------------------------
+
+    def push_feedback(self, session: str, text: str) -> None:
+        """Queue a message for the session."""
+        with self._lock:
+            self._feedback.setdefault(session, []).append(text)
+
+    def pop_feedback(self, session: str) -> list[str]:
+        """Take every queued message."""
+        with self._lock:
+            return self._feedback.pop(session, [])
+
+    def request_stop(self, session: str, by: str) -> None:
+        """Ask the session to stop."""
+        with self._lock:
+            self._stops[session] = by
+
+    def stop_requested(self, session: str) -> str | None:
+        """Who asked the session to stop, or None."""
+        return self._stops.get(session)
+
+    def clear_stop(self, session: str) -> None:
+        """Withdraw a stop request."""
+        with self._lock:
+            self._stops.pop(session, None)

@@ -1,0 +1,247 @@
+"""The session-state codec: ``SessionState`` to compact, versioned bytes and back.
+
+The bytes are one format byte (the version, now 1) and then nested tuples of plain values
+written with ``marshal`` format 4 (strings, ints, floats, bools, None: no code, nothing
+executable; five times faster than JSON here, and read by every Python 3 since 3.4)::
+
+    (steps, goal, goal_vector, ((agent, stream), ...), ended)
+
+A stream is ``(window_maxlen, (step, ...), messages_maxlen, (message, ...), run, fail_tool,
+fails, fail_steps, blanks, ((digest, fingerprint), ...))``; a step ``(index, tool, operation,
+procedure, context, readings, same_as)``; readings are their ten fields in order; a vector is
+``(typecode, its little-endian bytes)``; a verdict ``(action, detector, outcome, fingerprint,
+reason, hint, evidence, escalate_to)``. The deques keep their ``maxlen``, so the windows stay
+bounded after a round trip. Readings are immutable and repeat from step to step (a window is
+mostly the previous one), so decoded ones are memoised.
+
+Example:
+    >>> from antiloop.history import SessionState
+    >>> decode_state(encode_state(SessionState(steps=3, goal="fix it"))).steps
+    3
+"""
+
+from __future__ import annotations
+
+import marshal
+import sys
+from array import array
+from collections import deque
+from typing import Any
+
+from antiloop.errors import StoreError
+from antiloop.history import MessageRecord, SessionState, StepRecord, StreamState
+from antiloop.readings import Readings, SameResult
+from antiloop.verdict import Action, Verdict
+
+__all__ = ["VERSION", "StateCache", "decode_state", "encode_state"]
+
+VERSION = 1
+"""The format version this antiloop writes (and the newest it reads)."""
+
+_MARSHAL = 4
+_HEADER = bytes([VERSION])
+_SWAP = sys.byteorder != "little"
+_MEMO_MAX = 4096
+_readings_memo: dict[tuple[Any, ...], Readings] = {}
+# A step record is never changed once in a window: its encoded form is memoised by identity
+# (the record is kept in the value, so its id cannot be reused while the entry lives).
+_step_memo: dict[int, tuple[StepRecord, tuple[Any, ...]]] = {}
+
+
+def _vec_out(vec: array[Any] | None) -> tuple[str, bytes] | None:
+    if vec is None:
+        return None
+    if _SWAP:
+        vec = array(vec.typecode, vec)
+        vec.byteswap()
+    return (vec.typecode, vec.tobytes())
+
+
+def _vec_in(data: tuple[str, bytes] | None) -> array[Any] | None:
+    if data is None:
+        return None
+    vec = array(data[0])
+    vec.frombytes(data[1])
+    if _SWAP:
+        vec.byteswap()
+    return vec
+
+
+def _verdict_out(v: Verdict) -> tuple[Any, ...]:
+    return (
+        int(v.action),
+        v.detector,
+        v.outcome,
+        v.fingerprint,
+        v.reason,
+        v.hint,
+        tuple(v.evidence),
+        v.escalate_to,
+    )
+
+
+def _verdict_in(d: tuple[Any, ...]) -> Verdict:
+    return Verdict(Action(d[0]), d[1], d[2], d[3], d[4], d[5], tuple(d[6]), d[7])
+
+
+def _step_out(r: StepRecord) -> tuple[Any, ...]:
+    hit = _step_memo.get(id(r))
+    if hit is not None and hit[0] is r:
+        return hit[1]
+    g = r.readings
+    out = (
+        r.index,
+        r.tool,
+        r.operation,
+        r.procedure,
+        r.context,
+        (
+            g.exact,
+            g.exit_code,
+            g.scrubbed,
+            g.head,
+            g.matches,
+            g.match_count,
+            g.count_only,
+            g.error_line,
+            g.failing,
+            tuple(tuple(f) for f in g.files),
+        ),
+        tuple(None if s is None else (s.label, s.digest) for s in r.same_as),
+    )
+    if len(_step_memo) >= _MEMO_MAX:
+        _step_memo.clear()
+    _step_memo[id(r)] = (r, out)
+    return out
+
+
+def _readings_in(g: tuple[Any, ...]) -> Readings:
+    try:
+        hit = _readings_memo.get(g)
+    except TypeError:  # an unhashable value: a damaged state, reported by the caller
+        hit = None
+    if hit is not None:
+        return hit
+    readings = Readings(
+        g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], tuple(tuple(f) for f in g[9])
+    )
+    if len(_readings_memo) >= _MEMO_MAX:
+        _readings_memo.clear()
+    _readings_memo[g] = readings
+    return readings
+
+
+def _step_in(d: tuple[Any, ...]) -> StepRecord:
+    same = tuple(None if s is None else SameResult(s[0], s[1]) for s in d[6])
+    return StepRecord(d[0], d[1], d[2], d[3], d[4], _readings_in(d[5]), same)
+
+
+def _stream_out(s: StreamState) -> tuple[Any, ...]:
+    return (
+        s.window.maxlen,
+        tuple([_step_out(r) for r in s.window]),
+        s.messages.maxlen,
+        tuple([(m.index, m.text, m.masked, m.blank, _vec_out(m.vector)) for m in s.messages]),
+        s.run,
+        s.fail_tool,
+        s.fails,
+        tuple(s.fail_steps),
+        s.blanks,
+        tuple(s.stopped.items()),
+    )
+
+
+def _stream_in(d: tuple[Any, ...]) -> StreamState:
+    window = deque([_step_in(r) for r in d[1]], maxlen=d[0])
+    messages = deque(
+        [MessageRecord(m[0], m[1], m[2], m[3], _vec_in(m[4])) for m in d[3]], maxlen=d[2]
+    )
+    return StreamState(window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]))
+
+
+def encode_state(state: SessionState) -> bytes:
+    """The state as compact bytes (format ``VERSION``)."""
+    ended = state.ended
+    if ended is not None and not isinstance(ended, Verdict):
+        raise StoreError(f"cannot store a session ended by {type(ended).__name__}, not a Verdict")
+    data = (
+        state.steps,
+        state.goal,
+        _vec_out(state.goal_vector),
+        tuple([(agent, _stream_out(s)) for agent, s in state.streams.items()]),
+        None if ended is None else _verdict_out(ended),
+    )
+    try:
+        return _HEADER + marshal.dumps(data, _MARSHAL)
+    except ValueError as exc:
+        raise StoreError(f"a session state holds a value that cannot be stored: {exc}") from exc
+
+
+def decode_state(data: bytes | bytearray | memoryview) -> SessionState:
+    """The state that ``encode_state`` wrote.
+
+    Raises:
+        StoreError: the bytes are of an unknown format version, or are not a session state.
+    """
+    raw = bytes(data)
+    if not raw:
+        raise StoreError("a stored session state is empty")
+    version = raw[0]
+    if version != VERSION:
+        if raw[:1] in (b"{", b"["):
+            raise StoreError("a stored session state is JSON, not an antiloop format")
+        newer = "a newer" if version > VERSION else "an older, unsupported"
+        raise StoreError(
+            f"a stored session state is in format version {version}, written by {newer} "
+            f"antiloop; this one reads version {VERSION}: upgrade antiloop, or use another store"
+        )
+    try:
+        steps, goal, goal_vec, streams, ended = marshal.loads(raw[1:])  # noqa: S302 - plain values
+        state = SessionState(
+            steps,
+            goal,
+            _vec_in(goal_vec),
+            {agent: _stream_in(s) for agent, s in streams},
+            None if ended is None else _verdict_in(ended),
+        )
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, EOFError) as exc:
+        raise StoreError(f"a stored session state (version {version}) is damaged: {exc}") from exc
+    if not isinstance(steps, int) or not isinstance(state.streams, dict):
+        raise StoreError(f"a stored session state (version {version}) is damaged")
+    return state
+
+
+class StateCache:
+    """The states a store object saved last, to skip decoding what it wrote itself.
+
+    A store reads a session's bytes inside its lock; when they are the bytes this store object
+    saved, the state object it saved is handed out again instead of a decoded copy. A failed
+    transaction drops its session (the object may be half changed).
+    """
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self, size: int = 256) -> None:
+        self._entries: dict[str, tuple[bytes, SessionState]] = {}
+        self._size = size
+
+    def load(self, session: str, data: bytes | None) -> SessionState:
+        """The state ``data`` holds (a new one for None)."""
+        if data is None:
+            self._entries.pop(session, None)
+            return SessionState()
+        hit = self._entries.pop(session, None)
+        if hit is not None and hit[0] == data:
+            return hit[1]
+        return decode_state(data)
+
+    def saved(self, session: str, data: bytes, state: SessionState) -> None:
+        """Remember that ``state`` was saved as ``data``."""
+        entries = self._entries
+        entries[session] = (data, state)
+        if len(entries) > self._size:
+            del entries[next(iter(entries))]
+
+    def drop(self, session: str) -> None:
+        """Forget a session (its transaction failed, or it was dropped)."""
+        self._entries.pop(session, None)

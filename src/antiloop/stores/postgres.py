@@ -1,0 +1,580 @@
+"""The PostgreSQL store (``postgresql://user@host/db``): audit log and approvals for a fleet.
+
+Tables live in one schema (``antiloop`` unless ``?schema=`` says otherwise), created and
+upgraded under an advisory lock; the schema version is in its ``meta`` table. Judging a step
+is a ``SELECT … FOR UPDATE`` of the session's row inside one transaction, which also writes
+the step's audit records: the audit chain head is a row locked the same way, so the chain
+stays whole with many writers. Deciding an approval locks its row too.
+
+The connection is opened on first use and opened again after it breaks, so a guard started
+while the server is down, or that lost it, works again once the server is back.
+
+URL options: ``schema``, ``audit_cap`` (bytes); the rest goes to libpq (``connect_timeout``…).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from antiloop.errors import ConfigError, MissingExtra, StoreError
+from antiloop.history import SessionState
+from antiloop.stores._common import hide_password, split_options
+from antiloop.stores.codec import StateCache, decode_state, encode_state
+
+if TYPE_CHECKING:
+    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.audit import AuditEvent
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
+
+__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+
+_LOCK_ID = 0x616E746C6F6F70  # advisory lock key for schema changes ("antloop")
+
+#: schema version -> statements (run with the schema first on the search_path)
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "CREATE TABLE sessions (id text PRIMARY KEY, state bytea NOT NULL,"
+        " updated double precision NOT NULL)",
+        "CREATE TABLE audit (seq bigint PRIMARY KEY, session text NOT NULL,"
+        " kind text NOT NULL, at double precision NOT NULL, body text NOT NULL,"
+        " hash text NOT NULL)",
+        "CREATE INDEX ON audit (session, seq)",
+        "CREATE TABLE approvals (id text PRIMARY KEY, session text NOT NULL,"
+        " status text NOT NULL, created_at double precision NOT NULL, body text NOT NULL)",
+        "CREATE INDEX ON approvals (status, created_at)",
+        "CREATE TABLE cache (key text PRIMARY KEY, value text NOT NULL,"
+        " expires double precision NOT NULL)",
+        "CREATE TABLE feedback (id bigserial PRIMARY KEY, session text NOT NULL,"
+        " text text NOT NULL, at double precision NOT NULL)",
+        "CREATE TABLE stops (session text PRIMARY KEY, by text NOT NULL,"
+        " at double precision NOT NULL)",
+        "INSERT INTO meta (key, value) VALUES ('audit_head', '')",
+    ),
+}
+SCHEMA_VERSION = max(MIGRATIONS)
+"""The schema version this antiloop writes."""
+
+
+class _Transaction:
+    __slots__ = ("_session", "_state", "_store", "_tx")
+
+    def __init__(self, store: PostgresStore, session: str) -> None:
+        self._store = store
+        self._session = session
+        self._state: SessionState | None = None
+        self._tx: Any = None
+
+    def __enter__(self) -> SessionState:
+        store = self._store
+        store._lock.acquire()
+        try:
+            conn = store._connect()
+            sql = store._sql
+            try:
+                self._tx = conn.transaction()
+                self._tx.__enter__()
+                row = conn.execute(sql["lock"], (self._session,)).fetchone()
+                if row is None:
+                    conn.execute(sql["new"], (self._session, store.clock()))
+                    row = conn.execute(sql["lock"], (self._session,)).fetchone()
+                data = bytes(row[0]) if row is not None and row[0] else None
+                state = store._states.load(self._session, data)
+            except BaseException as exc:
+                self._abort(exc)
+                raise
+            store._in_tx = True
+        except BaseException:
+            store._lock.release()
+            raise
+        self._state = state
+        return state
+
+    def _abort(self, exc: BaseException) -> None:
+        store = self._store
+        store._states.drop(self._session)
+        tx, self._tx = self._tx, None
+        if tx is not None:
+            with contextlib.suppress(Exception):  # the connection is reset below if it broke
+                tx.__exit__(type(exc), exc, None)
+        store._broken(exc)
+        if store._is_driver_error(exc):
+            raise store._failed("judge a step", exc) from exc
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        store = self._store
+        try:
+            if kind is not None:
+                store._states.drop(self._session)
+                tx, self._tx = self._tx, None
+                try:
+                    tx.__exit__(kind, exc, tb)
+                except Exception as err:
+                    store._broken(err)
+                return
+            assert self._state is not None  # noqa: S101 - set by __enter__
+            conn = store._conn
+            try:
+                data = encode_state(self._state)
+                assert conn is not None  # noqa: S101
+                conn.execute(store._sql["save"], (data, store.clock(), self._session))
+                tx, self._tx = self._tx, None
+                tx.__exit__(None, None, None)
+            except BaseException as err:
+                if self._tx is not None:
+                    self._abort(err)
+                store._states.drop(self._session)
+                store._broken(err)
+                if store._is_driver_error(err):
+                    raise store._failed("save a session", err) from err
+                raise
+            store._states.saved(self._session, data, self._state)
+        finally:
+            store._in_tx = False
+            store._lock.release()
+
+
+class PostgresStore:
+    """Sessions, audit log, approvals, cache and interventions in PostgreSQL (psycopg 3).
+
+    Args:
+        conninfo: a libpq connection string or URL (without antiloop's own options).
+        schema: the schema holding antiloop's tables (created when missing).
+        audit_cap: bytes of UTF-8 kept of each audit record's args, output and error.
+        connect_timeout: seconds to wait for the server.
+        clock: seconds since the epoch, for times and cache expiry.
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = "antiloop",
+        audit_cap: int = 4096,
+        connect_timeout: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        try:
+            import psycopg
+        except ImportError as exc:
+            raise MissingExtra("postgres", "psycopg", "the postgresql:// store") from exc
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+            raise ConfigError(f"schema={schema!r}: use lower-case letters, digits and _")
+        self._psycopg = psycopg
+        self.conninfo = conninfo
+        self.schema = schema
+        self.audit_cap = audit_cap
+        self.connect_timeout = connect_timeout
+        self.clock = clock
+        self._conn: Any = None
+        self._lock = threading.RLock()
+        self._in_tx = False
+        self._states = StateCache()
+        self._sql = {
+            "lock": "SELECT state FROM sessions WHERE id = %s FOR UPDATE",
+            "new": "INSERT INTO sessions (id, state, updated) VALUES (%s, '', %s)"
+            " ON CONFLICT (id) DO NOTHING",
+            "save": "UPDATE sessions SET state = %s, updated = %s WHERE id = %s",
+            "head": "SELECT value FROM meta WHERE key = 'audit_head' FOR UPDATE",
+            "put_head": "UPDATE meta SET value = %s WHERE key = 'audit_head'",
+            "audit": "INSERT INTO audit (seq, session, kind, at, body, hash)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+        }
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({hide_password(self.conninfo)!r}, schema={self.schema!r})"
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> PostgresStore:
+        """``postgresql://user[:password]@host:port/db?schema=antiloop``."""
+        base, opts = split_options(url, {"schema": str, "audit_cap": int, "connect_timeout": float})
+        if base.startswith("postgres://"):
+            base = "postgresql://" + base[len("postgres://") :]
+        return cls(base.rstrip("?"), **{**opts, **options})
+
+    @property
+    def url(self) -> str:
+        """The URL, without its password."""
+        return hide_password(self.conninfo) + (
+            "" if self.schema == "antiloop" else f"?schema={self.schema}"
+        )
+
+    # -- connection -----------------------------------------------------------------------
+
+    def _is_driver_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._psycopg.Error)
+
+    def _failed(self, what: str, exc: BaseException) -> StoreError:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StoreError(f"could not {what} in {self.url}: {text}")
+
+    def _broken(self, exc: BaseException) -> None:
+        """Drop a connection that broke, so the next call opens a new one."""
+        conn = self._conn
+        if conn is None:
+            return
+        if conn.closed or conn.broken or isinstance(exc, self._psycopg.OperationalError):
+            with contextlib.suppress(Exception):  # it is broken already
+                conn.close()
+            self._conn = None
+
+    def _connect(self) -> Any:
+        conn = self._conn
+        if conn is not None and not conn.closed:
+            return conn
+        psycopg = self._psycopg
+        try:
+            conn = psycopg.connect(
+                self.conninfo,
+                autocommit=True,
+                connect_timeout=max(int(self.connect_timeout), 1),
+                options=f"-c search_path={self.schema}",
+            )
+        except psycopg.Error as exc:
+            raise self._failed("connect", exc) from exc
+        try:
+            self._migrate(conn)
+        except psycopg.Error as exc:
+            conn.close()
+            raise self._failed("prepare the schema", exc) from exc
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    def _migrate(self, conn: Any) -> None:
+        from psycopg import sql
+
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", ("meta",)).fetchone()
+        if row[0]:
+            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+            version_row = found.fetchone()
+            if version_row is not None and int(version_row[0]) == SCHEMA_VERSION:
+                return
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
+            create = sql.SQL("CREATE SCHEMA IF NOT EXISTS {}")
+            conn.execute(create.format(sql.Identifier(self.schema)))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)"
+            )
+            version_row = conn.execute(
+                "SELECT value FROM meta WHERE key = 'schema_version'"
+            ).fetchone()
+            version = int(version_row[0]) if version_row else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"schema {self.schema} in {self.url} has version {version}, written by a "
+                    f"newer antiloop (this one knows up to {SCHEMA_VERSION}): upgrade antiloop"
+                )
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step]:
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+
+    def _do(self, what: str, fn: Callable[[Any], Any], *, write: bool = False) -> Any:
+        """``fn(connection)``: in the open transaction, else in its own (``write``) or none."""
+        with self._lock:
+            conn = self._connect()
+            try:
+                if self._in_tx or not write:
+                    return fn(conn)
+                with conn.transaction():
+                    return fn(conn)
+            except self._psycopg.Error as exc:
+                self._broken(exc)
+                raise self._failed(what, exc) from exc
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def transaction(self, session: str) -> _Transaction:
+        """Lock the session's row (``SELECT … FOR UPDATE``), yield its state, save on exit."""
+        return _Transaction(self, session)
+
+    def peek(self, session: str) -> SessionState | None:
+        """The saved state, or None."""
+        row = self._do(
+            "read a session",
+            lambda c: c.execute("SELECT state FROM sessions WHERE id = %s", (session,)).fetchone(),
+        )
+        return decode_state(bytes(row[0])) if row is not None and row[0] else None
+
+    def forget(self, session: str) -> None:
+        """Drop the session's state, feedback and stop flag (its audit records stay)."""
+
+        def drop(c: Any) -> None:
+            for table, column in (
+                ("sessions", "id"),
+                ("feedback", "session"),
+                ("stops", "session"),
+            ):
+                c.execute(f"DELETE FROM {table} WHERE {column} = %s", (session,))  # noqa: S608
+
+        self._do("forget a session", drop, write=True)
+        with self._lock:
+            self._states.drop(session)
+
+    def sessions(self) -> list[str]:
+        """Session ids, most recently updated first."""
+        rows = self._do(
+            "list sessions",
+            lambda c: c.execute(
+                "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
+            ).fetchall(),
+        )
+        return [r[0] for r in rows]
+
+    def close(self) -> None:
+        """Close the connection (a later call opens a new one)."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # -- audit ----------------------------------------------------------------------------
+
+    def append_audit(self, event: AuditEvent) -> None:
+        """Keep an event; inside ``transaction()`` it commits with the state."""
+        from antiloop.stores.auditlog import GENESIS, build_record
+
+        sql = self._sql
+
+        def append(c: Any) -> None:
+            head = c.execute(sql["head"]).fetchone()[0]
+            if head:
+                text, _, prev = head.partition(" ")
+                seq = int(text)
+            else:
+                seq, prev = 0, GENESIS
+            row = build_record(event, seq + 1, prev, self.audit_cap)
+            c.execute(
+                sql["audit"], (row.seq, event.session, event.kind, event.at, row.body, row.hash)
+            )
+            c.execute(sql["put_head"], (f"{row.seq} {row.hash}",))
+
+        self._do("append to the audit log", append, write=True)
+
+    def _rows(self, session: str | None, since_seq: int) -> list[AuditRow]:
+        from antiloop.stores.auditlog import AuditRow
+
+        cols = "SELECT seq, body, hash, session, kind, at FROM audit"
+        query: str
+        args: tuple[Any, ...]
+        if session is None:
+            query, args = cols + " WHERE seq > %s ORDER BY seq", (since_seq,)
+        else:
+            query = cols + " WHERE session = %s AND seq > %s ORDER BY seq"
+            args = (session, since_seq)
+        found = self._do("read the audit log", lambda c: c.execute(query, args).fetchall())
+        return [
+            AuditRow(r[0], r[1], r[2], {"session": r[3], "kind": r[4], "at": r[5]}) for r in found
+        ]
+
+    def audit_records(
+        self, session: str | None = None, since_seq: int = 0
+    ) -> Iterator[AuditRecord]:
+        """The records after ``since_seq``, of one session or all."""
+        from antiloop.stores.auditlog import parse_rows
+
+        return parse_rows(self._rows(session, since_seq))
+
+    def session_summaries(self) -> list[SessionSummary]:
+        """One summary per session in the log."""
+        from antiloop.stores.auditlog import summarise
+
+        return summarise(self.audit_records())
+
+    def verify_audit(self) -> list[Problem]:
+        """Check the chain and the head."""
+        from antiloop.stores.auditlog import verify_chain
+
+        with self._lock:
+            rows = self._rows(None, 0)
+            found = self._do(
+                "read the audit head",
+                lambda c: c.execute("SELECT value FROM meta WHERE key = 'audit_head'").fetchone(),
+            )
+        head = None
+        if found is not None and found[0]:
+            text, _, digest = found[0].partition(" ")
+            head = (int(text), digest)
+        elif found is not None and rows:
+            head = (0, "")
+        return verify_chain(rows, head)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def put_approval(self, request: ApprovalRequest) -> None:
+        """Keep a request (args redacted)."""
+        from antiloop.stores._common import approval_to_json
+
+        body = approval_to_json(request)
+        self._do(
+            "keep an approval",
+            lambda c: c.execute(
+                "INSERT INTO approvals (id, session, status, created_at, body)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET"
+                " session = excluded.session, status = excluded.status,"
+                " created_at = excluded.created_at, body = excluded.body",
+                (request.id, request.session, str(request.status), request.created_at, body),
+            ),
+            write=True,
+        )
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:
+        """The request, or None."""
+        from antiloop.stores._common import approval_from_json
+
+        row = self._do(
+            "read an approval",
+            lambda c: c.execute("SELECT body FROM approvals WHERE id = %s", (id,)).fetchone(),
+        )
+        return None if row is None else approval_from_json(row[0])
+
+    def decide_approval(
+        self,
+        id: str,
+        status: ApprovalStatus | str,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending request (its row locked with ``FOR UPDATE``)."""
+        from antiloop.stores._common import approval_from_json, approval_to_json, decide
+
+        when = self.clock() if now is None else now
+
+        def apply(c: Any) -> ApprovalRequest:
+            row = c.execute("SELECT body FROM approvals WHERE id = %s FOR UPDATE", (id,)).fetchone()
+            if row is None:
+                raise KeyError(id)
+            current = approval_from_json(row[0])
+            changed = decide(current, status, decided_by, comment, edited_args, when)
+            if changed is None:
+                return current
+            c.execute(
+                "UPDATE approvals SET status = %s, body = %s WHERE id = %s",
+                (str(changed.status), approval_to_json(changed), id),
+            )
+            return changed
+
+        result: ApprovalRequest = self._do("decide an approval", apply, write=True)
+        return result
+
+    def list_approvals(
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        """Requests, oldest first."""
+        from antiloop.stores._common import approval_from_json
+
+        sql = "SELECT body FROM approvals WHERE true"
+        args: list[Any] = []
+        if status is not None:
+            sql += " AND status = %s"
+            args.append(str(status))
+        if session is not None:
+            sql += " AND session = %s"
+            args.append(session)
+        sql += " ORDER BY created_at, id"
+        rows = self._do("list approvals", lambda c: c.execute(sql, args).fetchall())
+        return [approval_from_json(r[0]) for r in rows]
+
+    # -- cache ----------------------------------------------------------------------------
+
+    def cache_get(self, key: str) -> str | None:
+        """The cached value, or None."""
+        row = self._do(
+            "read the cache",
+            lambda c: c.execute(
+                "SELECT value, expires FROM cache WHERE key = %s", (key,)
+            ).fetchone(),
+        )
+        if row is None or row[1] <= self.clock():
+            return None
+        value: str = row[0]
+        return value
+
+    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
+        """Keep a value for ``ttl_seconds``."""
+        expires = self.clock() + ttl_seconds
+        self._do(
+            "write the cache",
+            lambda c: c.execute(
+                "INSERT INTO cache (key, value, expires) VALUES (%s, %s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
+                " expires = excluded.expires",
+                (key, value, expires),
+            ),
+            write=True,
+        )
+
+    # -- people ---------------------------------------------------------------------------
+
+    def push_feedback(self, session: str, text: str) -> None:
+        """Queue a message for the session."""
+        now = self.clock()
+        self._do(
+            "queue feedback",
+            lambda c: c.execute(
+                "INSERT INTO feedback (session, text, at) VALUES (%s, %s, %s)",
+                (session, text, now),
+            ),
+            write=True,
+        )
+
+    def pop_feedback(self, session: str) -> list[str]:
+        """Take every queued message (``DELETE … RETURNING``)."""
+        rows = self._do(
+            "take feedback",
+            lambda c: c.execute(
+                "DELETE FROM feedback WHERE session = %s RETURNING id, text",
+                (session,),
+            ).fetchall(),
+            write=True,
+        )
+        return [r[1] for r in sorted(rows)]
+
+    def request_stop(self, session: str, by: str) -> None:
+        """Ask the session to stop."""
+        now = self.clock()
+        self._do(
+            "ask a session to stop",
+            lambda c: c.execute(
+                "INSERT INTO stops (session, by, at) VALUES (%s, %s, %s)"
+                " ON CONFLICT (session) DO UPDATE SET by = excluded.by, at = excluded.at",
+                (session, by, now),
+            ),
+            write=True,
+        )
+
+    def stop_requested(self, session: str) -> str | None:
+        """Who asked the session to stop, or None."""
+        row = self._do(
+            "read a stop request",
+            lambda c: c.execute("SELECT by FROM stops WHERE session = %s", (session,)).fetchone(),
+        )
+        return None if row is None else str(row[0])
+
+    def clear_stop(self, session: str) -> None:
+        """Withdraw a stop request."""
+        self._do(
+            "clear a stop request",
+            lambda c: c.execute("DELETE FROM stops WHERE session = %s", (session,)),
+            write=True,
+        )

@@ -1,0 +1,568 @@
+"""The Redis store (``redis://host:6379/0``): sessions shared by a fleet of guards.
+
+Keys are hash-tagged by session, so a session's keys live in one Redis Cluster slot::
+
+    <prefix>:{<session>}:state      the encoded state, with a TTL (default 7 days)
+    <prefix>:{<session>}:lock       held while a step is judged (a token, with a TTL)
+    <prefix>:{<session>}:feedback   a list of messages from people
+    <prefix>:{<session>}:stop       who asked the session to stop
+    <prefix>:sessions               a sorted set of session ids by last update
+    <prefix>:{audit}:log / :head    the audit chain (one per store) and its head
+    <prefix>:{approval:<id>}        an approval request (JSON); ids in <prefix>:approvals
+    <prefix>:{cache:<digest>}       a cached result
+
+Judging a step is atomic: ``transaction()`` takes the session's lock and reads its state in
+one Lua script, and saves the state and releases the lock in another, so two guards feeding
+one session take turns and never miss or double a loop. A holder that dies leaves the lock to
+expire (``lock_ttl``, default 30 s). The audit events of a transaction are sent in the same
+round trip as the save (a compare-and-append script on the chain head, retried when another
+guard appended first). Deciding an approval is a WATCH/MULTI retry loop.
+
+URL options (taken out of the URL before it reaches redis-py): ``prefix``, ``ttl`` (seconds),
+``lock_ttl`` (seconds), ``audit_cap`` (bytes), ``timeout`` (socket timeout, seconds).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from antiloop.errors import MissingExtra, StoreError
+from antiloop.history import SessionState
+from antiloop.stores._common import hide_password, split_options
+from antiloop.stores.codec import StateCache, decode_state, encode_state
+
+if TYPE_CHECKING:
+    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.audit import AuditEvent
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
+
+__all__ = ["RedisStore"]
+
+# KEYS: lock, state. ARGV: token, lock ms. -> {1, state or nil} or {0, lock pttl}
+_ENTER = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, redis.call('GET', KEYS[2])}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+"""
+# KEYS: lock, state. ARGV: token, state, ttl seconds. -> 1 saved, 0 the lock was lost
+_EXIT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+redis.call('DEL', KEYS[1])
+return 1
+"""
+# KEYS: lock. ARGV: token. Release without saving.
+_ABORT = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+# KEYS: log, head. ARGV: expected head ("" when none), new head, records...
+# -> 1 appended, or the current head (another guard appended first).
+_APPEND = """
+local head = redis.call('GET', KEYS[2]) or ''
+if head ~= ARGV[1] then return {0, head} end
+for i = 3, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+redis.call('SET', KEYS[2], ARGV[2])
+return {1, ARGV[2]}
+"""
+
+
+class _Transaction:
+    __slots__ = ("_session", "_state", "_store", "_token")
+
+    def __init__(self, store: RedisStore, session: str) -> None:
+        self._store = store
+        self._session = session
+        self._token = ""
+        self._state: SessionState | None = None
+
+    def __enter__(self) -> SessionState:
+        store = self._store
+        store._tx_lock.acquire()
+        try:
+            self._token = token = uuid.uuid4().hex
+            keys = store._keys(self._session)
+            lock_ms = int(store.lock_ttl * 1000)
+            waited = 0.0
+            while True:
+                got = store._call(_ENTER, keys[:2], [token, lock_ms], "lock a session")
+                if got[0] == 1:
+                    break
+                if waited > store.lock_ttl * 2:
+                    raise StoreError(
+                        f"session {self._session!r} stayed locked for {waited:.0f} s in {store.url}"
+                    )
+                pause = min(0.002 * (1 + waited * 50), 0.05)
+                time.sleep(pause)
+                waited += pause
+            data = got[1] if len(got) > 1 else None
+            state = store._states.load(self._session, data)
+            store._pending = []
+        except BaseException:
+            if self._token:
+                store._release(self._session, self._token)
+            store._tx_lock.release()
+            raise
+        self._state = state
+        return state
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        store = self._store
+        pending = store._pending or []
+        store._pending = None
+        try:
+            if kind is not None:
+                store._states.drop(self._session)
+                store._release(self._session, self._token)
+                return
+            assert self._state is not None  # noqa: S101 - set by __enter__
+            try:
+                data = encode_state(self._state)
+            except BaseException:
+                store._release(self._session, self._token)
+                raise
+            store._save(self._session, self._token, data, self._state, pending)
+        finally:
+            store._tx_lock.release()
+
+
+class RedisStore:
+    """Sessions, audit log, approvals, cache and interventions in Redis.
+
+    Args:
+        client: a ``redis.Redis`` (or a cluster client) with ``decode_responses=False``.
+        url: the URL it was opened from (shown without its password).
+        prefix: the first part of every key.
+        ttl: seconds a session's state and queues live after its last step.
+        lock_ttl: seconds a session lock lives if its holder dies.
+        audit_cap: bytes of UTF-8 kept of each audit record's args, output and error.
+        clock: seconds since the epoch, for times and cache expiry.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        url: str = "redis://",
+        prefix: str = "antiloop",
+        ttl: float = 7 * 86400,
+        lock_ttl: float = 30.0,
+        audit_cap: int = 4096,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._client = client
+        self._url = hide_password(url)
+        self.prefix = prefix
+        self.ttl = int(ttl)
+        self.lock_ttl = lock_ttl
+        self.audit_cap = audit_cap
+        self.clock = clock
+        self._tx_lock = threading.RLock()
+        self._pending: list[AuditEvent] | None = None
+        self._states = StateCache()
+        self._head: str | None = None  # the audit head as last seen ("seq hash")
+        self._log = f"{prefix}:{{audit}}:log"
+        self._head_key = f"{prefix}:{{audit}}:head"
+        self._index = f"{prefix}:sessions"
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self._url!r}, prefix={self.prefix!r})"
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisStore:
+        """``redis://[:password@]host:port/db?prefix=antiloop&ttl=604800``."""
+        try:
+            import redis
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+        except ImportError as exc:
+            raise MissingExtra("redis", "redis", "the redis:// store") from exc
+        base, opts = split_options(
+            url,
+            {"prefix": str, "ttl": float, "lock_ttl": float, "audit_cap": int, "timeout": float},
+        )
+        timeout = opts.pop("timeout", 5.0)
+        client = redis.Redis.from_url(
+            base,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            retry=Retry(NoBackoff(), 1),
+            health_check_interval=0,
+        )
+        return cls(client, url=base, **{**opts, **options})
+
+    @property
+    def url(self) -> str:
+        """The URL, without its password."""
+        return self._url
+
+    def _keys(self, session: str) -> list[str]:
+        base = f"{self.prefix}:{{{session}}}"
+        return [f"{base}:lock", f"{base}:state", f"{base}:feedback", f"{base}:stop"]
+
+    def _call(self, script: str, keys: list[str], args: list[Any], what: str) -> Any:
+        # EVAL, not EVALSHA: no NOSCRIPT after a server restart, and a pipeline needs no
+        # SCRIPT EXISTS round trip; Redis keeps the compiled script by its digest anyway.
+        try:
+            return self._client.eval(script, len(keys), *keys, *args)
+        except Exception as exc:
+            raise self._failed(what, exc) from exc
+
+    def _failed(self, what: str, exc: BaseException) -> StoreError:
+        return StoreError(f"could not {what} in {self._url}: {type(exc).__name__}: {exc}")
+
+    def _run(self, what: str, fn: Callable[[Any], Any]) -> Any:
+        """``fn(client)``, its errors as StoreError."""
+        try:
+            return fn(self._client)
+        except StoreError:
+            raise
+        except KeyError:
+            raise
+        except Exception as exc:
+            raise self._failed(what, exc) from exc
+
+    def _release(self, session: str, token: str) -> None:
+        # The lock expires anyway; the error that brought us here is the one that matters.
+        with contextlib.suppress(Exception):
+            self._client.eval(_ABORT, 1, self._keys(session)[0], token)
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def transaction(self, session: str) -> _Transaction:
+        """Lock the session (Lua), yield its state, save it and unlock on a clean exit."""
+        return _Transaction(self, session)
+
+    def _save(
+        self,
+        session: str,
+        token: str,
+        data: bytes,
+        state: SessionState,
+        pending: list[AuditEvent],
+    ) -> None:
+        keys = self._keys(session)
+        rows: list[str] = []
+        head = self._head
+        if pending:
+            if head is None:
+                head = self._read_head()
+            rows = self._chain(head, pending)
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            pipe.eval(_EXIT, 2, keys[0], keys[1], token, data, self.ttl)
+            pipe.zadd(self._index, {session: self.clock()})
+            if rows:
+                pipe.eval(_APPEND, 2, self._log, self._head_key, head, *rows)
+            results = pipe.execute()
+        except Exception as exc:
+            self._states.drop(session)
+            self._release(session, token)
+            raise self._failed("save a session", exc) from exc
+        if results[0] != 1:
+            self._states.drop(session)
+            raise StoreError(
+                f"session {session!r} lost its lock in {self._url} (a step took longer than "
+                f"lock_ttl={self.lock_ttl} s); the step was not saved"
+            )
+        self._states.saved(session, data, state)
+        if rows:
+            self._appended(results[2], pending)
+
+    def _read_head(self) -> str:
+        raw = self._run("read the audit head", lambda c: c.get(self._head_key))
+        self._head = raw.decode() if raw else ""
+        return self._head
+
+    def _chain(self, head: str, events: list[AuditEvent]) -> list[str]:
+        """The new head and the stored rows of ``events`` appended after ``head``."""
+        from antiloop.stores.auditlog import GENESIS, build_record
+
+        seq, prev = (int(head.split(" ")[0]), head.split(" ")[1]) if head else (0, GENESIS)
+        rows = []
+        for event in events:
+            seq += 1
+            row = build_record(event, seq, prev, self.audit_cap)
+            rows.append(row.hash + row.body)
+            prev = row.hash
+        return [f"{seq} {prev}", *rows]
+
+    def _appended(self, result: Any, events: list[AuditEvent]) -> None:
+        """Retry the append until it lands on the current head."""
+        for _ in range(1000):
+            ok, head = result[0], result[1]
+            head = head.decode() if isinstance(head, bytes) else str(head)
+            self._head = head
+            if ok == 1:
+                return
+            rows = self._chain(head, events)
+            result = self._call(
+                _APPEND, [self._log, self._head_key], [head, *rows], "append to the audit log"
+            )
+        raise StoreError(f"could not append to the audit log of {self._url}: too much contention")
+
+    def peek(self, session: str) -> SessionState | None:
+        """The saved state, or None."""
+        data = self._run("read a session", lambda c: c.get(self._keys(session)[1]))
+        return None if data is None else decode_state(data)
+
+    def forget(self, session: str) -> None:
+        """Drop the session's state, queues and lock (its audit records stay)."""
+
+        def drop(c: Any) -> None:
+            c.delete(*self._keys(session))
+            c.zrem(self._index, session)
+
+        self._run("forget a session", drop)
+        with self._tx_lock:
+            self._states.drop(session)
+
+    def sessions(self) -> list[str]:
+        """Session ids, most recently updated first (expired ones are swept)."""
+
+        def list_them(c: Any) -> list[bytes]:
+            c.zremrangebyscore(self._index, "-inf", self.clock() - self.ttl)
+            found: list[bytes] = c.zrevrange(self._index, 0, -1)
+            return found
+
+        return [s.decode() for s in self._run("list sessions", list_them)]
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        try:
+            self._client.close()
+        except Exception as exc:
+            raise self._failed("close", exc) from exc
+
+    # -- audit ----------------------------------------------------------------------------
+
+    def append_audit(self, event: AuditEvent) -> None:
+        """Keep an event; inside ``transaction()`` it is sent with the save."""
+        with self._tx_lock:
+            if self._pending is not None:
+                self._pending.append(event)
+                return
+            head = self._head if self._head is not None else self._read_head()
+            rows = self._chain(head, [event])
+            result = self._call(
+                _APPEND, [self._log, self._head_key], [head, *rows], "append to the audit log"
+            )
+            self._appended(result, [event])
+
+    def _audit_rows(self, since_seq: int = 0) -> list[AuditRow]:
+        import json
+
+        from antiloop.stores.auditlog import AuditRow
+
+        raw = self._run(
+            "read the audit log", lambda c: c.lrange(self._log, max(since_seq - 8, 0), -1)
+        )
+        rows = []
+        for item in raw:
+            text = item.decode("utf-8", "surrogateescape")
+            digest, body = text[:64], text[64:]
+            try:
+                seq = int(json.loads(body).get("seq", 0))
+            except (ValueError, AttributeError):
+                seq = 0
+            if seq > since_seq or since_seq == 0:
+                rows.append(AuditRow(seq, body, digest))
+        return rows
+
+    def audit_records(
+        self, session: str | None = None, since_seq: int = 0
+    ) -> Iterator[AuditRecord]:
+        """The records after ``since_seq``, of one session or all."""
+        from antiloop.stores.auditlog import parse_rows
+
+        for record in parse_rows(self._audit_rows(since_seq)):
+            if record.seq > since_seq and (session is None or record.session == session):
+                yield record
+
+    def session_summaries(self) -> list[SessionSummary]:
+        """One summary per session in the log."""
+        from antiloop.stores.auditlog import summarise
+
+        return summarise(self.audit_records())
+
+    def verify_audit(self) -> list[Problem]:
+        """Check the chain (in list order) and the head."""
+        from antiloop.stores.auditlog import verify_chain
+
+        rows = self._audit_rows()
+        raw = self._run("read the audit head", lambda c: c.get(self._head_key))
+        head = None
+        if raw:
+            seq, _, digest = raw.decode().partition(" ")
+            head = (int(seq), digest)
+        return verify_chain(rows, head)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def _approval_key(self, id: str) -> str:
+        return f"{self.prefix}:{{approval:{id}}}"
+
+    def put_approval(self, request: ApprovalRequest) -> None:
+        """Keep a request (args redacted)."""
+        from antiloop.stores._common import approval_to_json
+
+        body = approval_to_json(request)
+
+        def put(c: Any) -> None:
+            pipe = c.pipeline(transaction=False)
+            pipe.set(self._approval_key(request.id), body, ex=self.ttl)
+            pipe.zadd(f"{self.prefix}:approvals", {request.id: request.created_at})
+            pipe.execute()
+
+        self._run("keep an approval", put)
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:
+        """The request, or None."""
+        from antiloop.stores._common import approval_from_json
+
+        raw = self._run("read an approval", lambda c: c.get(self._approval_key(id)))
+        return None if raw is None else approval_from_json(raw)
+
+    def decide_approval(
+        self,
+        id: str,
+        status: ApprovalStatus | str,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending request: a WATCH/MULTI loop, retried when another decides first."""
+        from redis.exceptions import WatchError
+
+        from antiloop.stores._common import approval_from_json, approval_to_json, decide
+
+        key = self._approval_key(id)
+        when = self.clock() if now is None else now
+
+        def apply(c: Any) -> ApprovalRequest:
+            with c.pipeline(transaction=True) as pipe:
+                while True:
+                    try:
+                        pipe.watch(key)
+                        raw = pipe.get(key)
+                        if raw is None:
+                            raise KeyError(id)
+                        current = approval_from_json(raw)
+                        changed = decide(current, status, decided_by, comment, edited_args, when)
+                        if changed is None:
+                            pipe.unwatch()
+                            return current
+                        pipe.multi()
+                        pipe.set(key, approval_to_json(changed), ex=self.ttl)
+                        pipe.execute()
+                        return changed
+                    except WatchError:
+                        continue
+
+        result: ApprovalRequest = self._run("decide an approval", apply)
+        return result
+
+    def list_approvals(
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        """Requests, oldest first (expired keys are dropped from the index)."""
+        from antiloop.stores._common import approval_from_json
+
+        def read(c: Any) -> list[ApprovalRequest]:
+            ids = [i.decode() for i in c.zrange(f"{self.prefix}:approvals", 0, -1)]
+            pipe = c.pipeline(transaction=False)
+            for i in ids:
+                pipe.get(self._approval_key(i))
+            found = []
+            gone = []
+            for i, raw in zip(ids, pipe.execute(), strict=True):
+                if raw is None:
+                    gone.append(i)
+                else:
+                    found.append(approval_from_json(raw))
+            if gone:
+                c.zrem(f"{self.prefix}:approvals", *gone)
+            return found
+
+        found: list[ApprovalRequest] = self._run("list approvals", read)
+        return [
+            r
+            for r in sorted(found, key=lambda r: (r.created_at, r.id))
+            if (status is None or r.status == status) and (session is None or r.session == session)
+        ]
+
+    # -- cache ----------------------------------------------------------------------------
+
+    def _cache_key(self, key: str) -> str:
+        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return f"{self.prefix}:{{cache:{digest}}}"
+
+    def cache_get(self, key: str) -> str | None:
+        """The cached value, or None."""
+        raw = self._run("read the cache", lambda c: c.get(self._cache_key(key)))
+        if raw is None:
+            return None
+        expires, _, value = raw.decode("utf-8", "surrogatepass").partition(" ")
+        return value if float(expires) > self.clock() else None
+
+    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
+        """Keep a value for ``ttl_seconds`` (Redis expires it too)."""
+        expires = self.clock() + ttl_seconds
+        text = f"{expires!r} {value}".encode("utf-8", "surrogatepass")
+        ms = max(int(ttl_seconds * 1000), 1)
+        self._run("write the cache", lambda c: c.set(self._cache_key(key), text, px=ms))
+
+    # -- people ---------------------------------------------------------------------------
+
+    def push_feedback(self, session: str, text: str) -> None:
+        """Queue a message for the session."""
+        key = self._keys(session)[2]
+
+        def push(c: Any) -> None:
+            pipe = c.pipeline(transaction=False)
+            pipe.rpush(key, text.encode("utf-8", "surrogatepass"))
+            pipe.expire(key, self.ttl)
+            pipe.execute()
+
+        self._run("queue feedback", push)
+
+    def pop_feedback(self, session: str) -> list[str]:
+        """Take every queued message (LRANGE and DEL in one MULTI)."""
+        key = self._keys(session)[2]
+
+        def pop(c: Any) -> list[str]:
+            pipe = c.pipeline(transaction=True)
+            pipe.lrange(key, 0, -1)
+            pipe.delete(key)
+            items = pipe.execute()[0]
+            return [i.decode("utf-8", "surrogatepass") for i in items]
+
+        result: list[str] = self._run("take feedback", pop)
+        return result
+
+    def request_stop(self, session: str, by: str) -> None:
+        """Ask the session to stop."""
+        self._run("ask a session to stop", lambda c: c.set(self._keys(session)[3], by, ex=self.ttl))
+
+    def stop_requested(self, session: str) -> str | None:
+        """Who asked the session to stop, or None."""
+        raw = self._run("read a stop request", lambda c: c.get(self._keys(session)[3]))
+        return None if raw is None else raw.decode()
+
+    def clear_stop(self, session: str) -> None:
+        """Withdraw a stop request."""
+        self._run("clear a stop request", lambda c: c.delete(self._keys(session)[3]))

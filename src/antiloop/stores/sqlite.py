@@ -1,0 +1,590 @@
+"""The SQLite store (``sqlite:///path``): the default of the CLI, the hooks and the service.
+
+One file holds session states, the audit log, approvals, the cache and interventions. The
+database runs in WAL mode with a busy timeout, so many hook processes (one per tool call) can
+share it; ``transaction()`` starts with ``BEGIN IMMEDIATE``, so two processes judging steps of
+one session take turns. ``PRAGMA application_id`` marks the file as antiloop's and
+``PRAGMA user_version`` holds the schema version, upgraded by the migrations below.
+
+A file that is not an SQLite database, or is another program's, is a ``StoreError`` and is
+never touched; a missing directory is created; a read-only location is a ``StoreError``
+saying so. ``synchronous=NORMAL`` (the default) keeps every committed step across a process
+crash; ``?synchronous=full`` also across a power cut, at the price of an fsync per step.
+
+URL options: ``timeout`` (busy timeout, seconds), ``audit_cap`` (bytes), ``synchronous``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from antiloop.errors import ConfigError, StoreError
+from antiloop.history import SessionState
+from antiloop.stores.codec import StateCache, decode_state, encode_state
+
+if TYPE_CHECKING:
+    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.audit import AuditEvent
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
+
+__all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
+
+APPLICATION_ID = 0x414E4C50  # "ANLP"
+"""``PRAGMA application_id`` of an antiloop database."""
+
+_HEADER = b"SQLite format 3\x00"
+
+#: schema version -> the statements that bring the previous version to it
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, state BLOB NOT NULL, updated REAL NOT NULL)",
+        "CREATE TABLE audit (seq INTEGER PRIMARY KEY, session TEXT NOT NULL, kind TEXT NOT NULL,"
+        " at REAL NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL)",
+        "CREATE INDEX audit_session ON audit (session, seq)",
+        "CREATE TABLE approvals (id TEXT PRIMARY KEY, session TEXT NOT NULL,"
+        " status TEXT NOT NULL, created_at REAL NOT NULL, body TEXT NOT NULL)",
+        "CREATE TABLE cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL NOT NULL)",
+        "CREATE TABLE feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL,"
+        " text TEXT NOT NULL, at REAL NOT NULL)",
+        "CREATE TABLE stops (session TEXT PRIMARY KEY, by TEXT NOT NULL, at REAL NOT NULL)",
+    ),
+}
+SCHEMA_VERSION = max(MIGRATIONS)
+"""The schema version this antiloop writes."""
+
+_GET_STATE = "SELECT state FROM sessions WHERE id = ?"
+_PUT_STATE = (
+    "INSERT INTO sessions (id, state, updated) VALUES (?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated = excluded.updated"
+)
+_GET_HEAD = "SELECT value FROM meta WHERE key = 'audit_head'"
+_PUT_HEAD = "INSERT OR REPLACE INTO meta (key, value) VALUES ('audit_head', ?)"
+_PUT_AUDIT = "INSERT INTO audit (seq, session, kind, at, body, hash) VALUES (?, ?, ?, ?, ?, ?)"
+
+
+class _Transaction:
+    __slots__ = ("_session", "_state", "_store")
+
+    def __init__(self, store: SQLiteStore, session: str) -> None:
+        self._store = store
+        self._session = session
+        self._state: SessionState | None = None
+
+    def __enter__(self) -> SessionState:
+        store = self._store
+        store._lock.acquire()
+        try:
+            db = store._connect()
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise store._failed("could not lock the database", exc) from exc
+            try:
+                row = db.execute(_GET_STATE, (self._session,)).fetchone()
+                state = store._states.load(self._session, None if row is None else row[0])
+            except BaseException as exc:
+                _rollback(db)
+                if isinstance(exc, sqlite3.Error):
+                    raise store._failed("could not read a session", exc) from exc
+                raise
+        except BaseException:
+            store._lock.release()
+            raise
+        store._in_tx = True
+        self._state = state
+        return state
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        store = self._store
+        db = store._db
+        assert db is not None  # noqa: S101 - __enter__ connected
+        try:
+            if kind is None:
+                assert self._state is not None  # noqa: S101
+                try:
+                    data = encode_state(self._state)
+                    db.execute(_PUT_STATE, (self._session, data, store.clock()))
+                    db.execute("COMMIT")
+                    store._states.saved(self._session, data, self._state)
+                except sqlite3.Error as err:
+                    _rollback(db)
+                    raise store._failed("could not save a session", err) from err
+                except BaseException:
+                    _rollback(db)
+                    raise
+            else:
+                _rollback(db)
+        finally:
+            if db.in_transaction or kind is not None:
+                store._states.drop(self._session)
+            store._in_tx = False
+            store._lock.release()
+
+
+def _rollback(db: sqlite3.Connection) -> None:
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+def _parse_path(url: str) -> str:
+    rest = url.split("://", 1)[1] if "://" in url else url.split(":", 1)[1]
+    if rest.startswith(("/~", "//")):
+        rest = rest[1:]
+    if not rest or rest == "/":
+        raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/antiloop.db")
+    return str(Path(rest).expanduser())
+
+
+class SQLiteStore:
+    """Sessions, audit log, approvals, cache and interventions in one SQLite file.
+
+    Args:
+        path: the database file (``~`` is expanded; missing directories are created).
+        timeout: how long to wait for another process's lock, in seconds.
+        audit_cap: bytes of UTF-8 kept of each audit record's args, output and error.
+        synchronous: ``NORMAL`` (durable across process crashes) or ``FULL`` (also power cuts).
+        clock: seconds since the epoch, for times and cache expiry.
+
+    Example:
+        >>> import tempfile, os
+        >>> store = SQLiteStore(os.path.join(tempfile.mkdtemp(), "a.db"))
+        >>> with store.transaction("s1") as state:
+        ...     state.steps += 1
+        >>> store.peek("s1").steps
+        1
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout: float = 30.0,
+        audit_cap: int = 4096,
+        synchronous: str = "NORMAL",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = Path(os.fspath(path)).expanduser()
+        self.timeout = timeout
+        self.audit_cap = audit_cap
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA", "OFF"):
+            raise ConfigError(f"synchronous={synchronous!r}: use normal or full")
+        self.synchronous = synchronous.upper()
+        self.clock = clock
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.RLock()
+        self._in_tx = False
+        self._puts = 0
+        self._states = StateCache()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> SQLiteStore:
+        """``sqlite:///abs/path``, ``sqlite:///~/rel/to/home``, ``sqlite://rel/path``."""
+        from antiloop.stores._common import split_options
+
+        base, opts = split_options(url, {"timeout": float, "audit_cap": int, "synchronous": str})
+        return cls(_parse_path(base.split("?", 1)[0]), **{**opts, **options})
+
+    @property
+    def url(self) -> str:
+        """``sqlite:///`` and the absolute path."""
+        return f"sqlite:///{str(self.path.absolute()).lstrip('/')}"
+
+    # -- opening --------------------------------------------------------------------------
+
+    def _failed(self, what: str, exc: BaseException) -> StoreError:
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and (
+            "readonly" in text or "unable to open" in text
+        ):
+            return StoreError(
+                f"{what} in {self.path}: the location is read-only or cannot be created ({text})"
+            )
+        return StoreError(f"{what} in {self.path}: {text}")
+
+    def _connect(self) -> sqlite3.Connection:
+        db = self._db
+        if db is not None:
+            return db
+        path = self.path
+        self._check_file(path)
+        try:
+            db = sqlite3.connect(
+                path,
+                timeout=self.timeout,
+                isolation_level=None,
+                check_same_thread=False,
+                cached_statements=64,
+            )
+        except sqlite3.Error as exc:
+            raise self._failed("could not open the store", exc) from exc
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            self._prepare(db)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                raise StoreError(
+                    f"{path} is damaged or is not an SQLite database ({exc}); antiloop leaves "
+                    "it as it is: move it away, or point ANTILOOP_STORE elsewhere"
+                ) from exc
+            raise self._failed("could not open the store", exc) from exc
+        except BaseException:
+            db.close()
+            raise
+        self._db = db
+        return db
+
+    def _check_file(self, path: Path) -> None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the directory {path.parent} for the store: {exc.strerror or exc}"
+            ) from exc
+        try:
+            with path.open("rb") as f:
+                head = f.read(len(_HEADER))
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StoreError(f"cannot read the store {path}: {exc.strerror or exc}") from exc
+        if head and head != _HEADER:
+            raise StoreError(
+                f"{path} is not an SQLite database; antiloop leaves it as it is: move it away, "
+                "or point ANTILOOP_STORE elsewhere"
+            )
+
+    def _prepare(self, db: sqlite3.Connection) -> None:
+        # Read-only checks first: a foreign or newer file must not even be switched to WAL.
+        self._check_owner(db)
+        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise StoreError(f"{self.path}: could not switch to WAL mode (journal_mode={mode})")
+        db.execute(f"PRAGMA synchronous = {self.synchronous}")
+        if _ids(db) == (APPLICATION_ID, SCHEMA_VERSION):
+            return
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._check_owner(db)
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step]:
+                    db.execute(statement)
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            db.execute("COMMIT")
+        except BaseException:
+            _rollback(db)
+            raise
+
+    def _check_owner(self, db: sqlite3.Connection) -> int:
+        """The schema version; a foreign or newer database is a StoreError."""
+        app, version = _ids(db)
+        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app != APPLICATION_ID and (app != 0 or tables or version):
+            raise StoreError(
+                f"{self.path} is the SQLite database of another program "
+                f"(application_id={app}, {tables} schema objects); antiloop leaves it as it "
+                "is: point ANTILOOP_STORE elsewhere"
+            )
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has schema version {version}, written by a newer antiloop "
+                f"(this one knows up to {SCHEMA_VERSION}): upgrade antiloop"
+            )
+        return version
+
+    # -- sessions -------------------------------------------------------------------------
+
+    def transaction(self, session: str) -> _Transaction:
+        """Lock the database (``BEGIN IMMEDIATE``), yield the state, save it on a clean exit."""
+        return _Transaction(self, session)
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._connect().execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise self._failed("could not read", exc) from exc
+
+    def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``fn`` in its own write transaction (or in the open one)."""
+        with self._lock:
+            db = self._connect()
+            if self._in_tx:
+                try:
+                    return fn(db)
+                except sqlite3.Error as exc:
+                    raise self._failed("could not write", exc) from exc
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                result = fn(db)
+                db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                _rollback(db)
+                raise self._failed("could not write", exc) from exc
+            except BaseException:
+                _rollback(db)
+                raise
+            return result
+
+    def peek(self, session: str) -> SessionState | None:
+        """The saved state, or None."""
+        rows = self._read(_GET_STATE, (session,))
+        return decode_state(rows[0][0]) if rows else None
+
+    def forget(self, session: str) -> None:
+        """Drop the session's state, feedback and stop flag (its audit records stay)."""
+
+        def drop(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM sessions WHERE id = ?", (session,))
+            db.execute("DELETE FROM feedback WHERE session = ?", (session,))
+            db.execute("DELETE FROM stops WHERE session = ?", (session,))
+
+        self._write(drop)
+        with self._lock:
+            self._states.drop(session)
+
+    def sessions(self) -> list[str]:
+        """Session ids, most recently updated first."""
+        return [r[0] for r in self._read("SELECT id FROM sessions ORDER BY updated DESC, id")]
+
+    def close(self) -> None:
+        """Close the connection (a later call opens it again)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    # -- audit ----------------------------------------------------------------------------
+
+    def append_audit(self, event: AuditEvent) -> None:
+        """Keep an event; inside ``transaction()`` it commits with the state."""
+        from antiloop.stores.auditlog import GENESIS, build_record
+
+        cap = self.audit_cap
+
+        def append(db: sqlite3.Connection) -> None:
+            head = db.execute(_GET_HEAD).fetchone()
+            if head is None:
+                seq, prev = 0, GENESIS
+            else:
+                text, _, prev = head[0].partition(" ")
+                seq = int(text)
+            row = build_record(event, seq + 1, prev, cap)
+            db.execute(
+                _PUT_AUDIT, (row.seq, event.session, event.kind, event.at, row.body, row.hash)
+            )
+            db.execute(_PUT_HEAD, (f"{row.seq} {row.hash}",))
+
+        self._write(append)
+
+    def _rows(self, session: str | None, since_seq: int) -> list[AuditRow]:
+        from antiloop.stores.auditlog import AuditRow
+
+        if session is None:
+            found = self._read(
+                "SELECT seq, body, hash, session, kind, at FROM audit WHERE seq > ? ORDER BY seq",
+                (since_seq,),
+            )
+        else:
+            found = self._read(
+                "SELECT seq, body, hash, session, kind, at FROM audit"
+                " WHERE session = ? AND seq > ? ORDER BY seq",
+                (session, since_seq),
+            )
+        return [
+            AuditRow(r[0], r[1], r[2], {"session": r[3], "kind": r[4], "at": r[5]}) for r in found
+        ]
+
+    def audit_records(
+        self, session: str | None = None, since_seq: int = 0
+    ) -> Iterator[AuditRecord]:
+        """The records after ``since_seq``, of one session or all."""
+        from antiloop.stores.auditlog import parse_rows
+
+        return parse_rows(self._rows(session, since_seq))
+
+    def session_summaries(self) -> list[SessionSummary]:
+        """One summary per session in the log."""
+        from antiloop.stores.auditlog import summarise
+
+        return summarise(self.audit_records())
+
+    def verify_audit(self) -> list[Problem]:
+        """Check the chain and the head."""
+        from antiloop.stores.auditlog import verify_chain
+
+        with self._lock:
+            rows = self._rows(None, 0)
+            head = self._read(_GET_HEAD)
+        parsed = None
+        if head:
+            text, _, digest = head[0][0].partition(" ")
+            parsed = (int(text), digest)
+        return verify_chain(rows, parsed)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def put_approval(self, request: ApprovalRequest) -> None:
+        """Keep a request (args redacted)."""
+        from antiloop.stores._common import approval_to_json
+
+        body = approval_to_json(request)
+        self._write(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO approvals (id, session, status, created_at, body)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (request.id, request.session, str(request.status), request.created_at, body),
+            )
+        )
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:
+        """The request, or None."""
+        from antiloop.stores._common import approval_from_json
+
+        rows = self._read("SELECT body FROM approvals WHERE id = ?", (id,))
+        return approval_from_json(rows[0][0]) if rows else None
+
+    def decide_approval(
+        self,
+        id: str,
+        status: ApprovalStatus | str,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending request in one write transaction."""
+        from antiloop.stores._common import approval_from_json, approval_to_json, decide
+
+        when = self.clock() if now is None else now
+
+        def apply(db: sqlite3.Connection) -> ApprovalRequest:
+            row = db.execute("SELECT body FROM approvals WHERE id = ?", (id,)).fetchone()
+            if row is None:
+                raise KeyError(id)
+            current = approval_from_json(row[0])
+            changed = decide(current, status, decided_by, comment, edited_args, when)
+            if changed is None:
+                return current
+            db.execute(
+                "UPDATE approvals SET status = ?, body = ? WHERE id = ?",
+                (str(changed.status), approval_to_json(changed), id),
+            )
+            return changed
+
+        result: ApprovalRequest = self._write(apply)
+        return result
+
+    def list_approvals(
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        """Requests, oldest first."""
+        from antiloop.stores._common import approval_from_json
+
+        sql = "SELECT body FROM approvals WHERE 1 = 1"
+        args: list[Any] = []
+        if status is not None:
+            sql += " AND status = ?"
+            args.append(str(status))
+        if session is not None:
+            sql += " AND session = ?"
+            args.append(session)
+        rows = self._read(sql + " ORDER BY created_at, id", tuple(args))
+        return [approval_from_json(r[0]) for r in rows]
+
+    # -- cache ----------------------------------------------------------------------------
+
+    def cache_get(self, key: str) -> str | None:
+        """The cached value, or None."""
+        rows = self._read("SELECT value, expires FROM cache WHERE key = ?", (key,))
+        if not rows or rows[0][1] <= self.clock():
+            return None
+        value: str = rows[0][0]
+        return value
+
+    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
+        """Keep a value for ``ttl_seconds`` (expired entries are swept now and then)."""
+        now = self.clock()
+        self._puts += 1
+        sweep = self._puts % 256 == 1
+
+        def put(db: sqlite3.Connection) -> None:
+            if sweep:
+                db.execute("DELETE FROM cache WHERE expires <= ?", (now,))
+            db.execute(
+                "INSERT OR REPLACE INTO cache (key, value, expires) VALUES (?, ?, ?)",
+                (key, value, now + ttl_seconds),
+            )
+
+        self._write(put)
+
+    # -- people ---------------------------------------------------------------------------
+
+    def push_feedback(self, session: str, text: str) -> None:
+        """Queue a message for the session."""
+        now = self.clock()
+        self._write(
+            lambda db: db.execute(
+                "INSERT INTO feedback (session, text, at) VALUES (?, ?, ?)", (session, text, now)
+            )
+        )
+
+    def pop_feedback(self, session: str) -> list[str]:
+        """Take every queued message."""
+
+        def pop(db: sqlite3.Connection) -> list[str]:
+            rows = db.execute(
+                "SELECT id, text FROM feedback WHERE session = ? ORDER BY id", (session,)
+            ).fetchall()
+            if rows:
+                db.execute(
+                    "DELETE FROM feedback WHERE session = ? AND id <= ?", (session, rows[-1][0])
+                )
+            return [r[1] for r in rows]
+
+        result: list[str] = self._write(pop)
+        return result
+
+    def request_stop(self, session: str, by: str) -> None:
+        """Ask the session to stop."""
+        now = self.clock()
+        self._write(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO stops (session, by, at) VALUES (?, ?, ?)",
+                (session, by, now),
+            )
+        )
+
+    def stop_requested(self, session: str) -> str | None:
+        """Who asked the session to stop, or None."""
+        rows = self._read("SELECT by FROM stops WHERE session = ?", (session,))
+        return rows[0][0] if rows else None
+
+    def clear_stop(self, session: str) -> None:
+        """Withdraw a stop request."""
+        self._write(lambda db: db.execute("DELETE FROM stops WHERE session = ?", (session,)))
+
+
+def _ids(db: sqlite3.Connection) -> tuple[int, int]:
+    app = db.execute("PRAGMA application_id").fetchone()[0]
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    return int(app), int(version)
