@@ -66,8 +66,12 @@ class AnyOf(Detector):
         object.__setattr__(self, "detectors", _flatten(AnyOf, detectors))
 
     def __call__(self, history: History) -> Verdict | None:
-        fired = [v for d in self.detectors if (v := d(history)) is not None]
-        return worst(fired) if fired else None
+        fired = None
+        for detector in self.detectors:
+            verdict = detector(history)
+            if verdict is not None:
+                fired = [verdict] if fired is None else [*fired, verdict]
+        return None if fired is None else fired[0] if len(fired) == 1 else worst(fired)
 
     def __repr__(self) -> str:
         return " | ".join(repr(d) for d in self.detectors)
@@ -122,8 +126,10 @@ class Repeat(Detector):
     threshold: int = 2
 
     def __call__(self, history: History) -> Verdict | None:
+        if history.stream.run < self.threshold:
+            return None
         rec = history.record
-        if rec is None or history.stream.run < self.threshold or not rec.same_as:
+        if rec is None or not rec.same_as:
             return None
         same = rec.same_as[0]
         if same is None:
@@ -158,8 +164,9 @@ class Cycle(Detector):
     max_period: int = 4
 
     def __call__(self, history: History) -> Verdict | None:
-        if history.record is None:
-            return None
+        record = history.record
+        if record is None or not any(record.same_as[1 : self.max_period]):
+            return None  # the step equals none of its possible copies: no cycle ends here
         window = history.stream.window
         for period in range(2, self.max_period + 1):
             if len(window) < 2 * period:

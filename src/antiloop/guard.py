@@ -54,7 +54,7 @@ from antiloop.history import (
     StreamState,
     key_digest,
 )
-from antiloop.readings import read_result, same_result
+from antiloop.readings import SameResult, read_result, same_result
 from antiloop.stores import Store
 from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, Verdict
@@ -70,6 +70,9 @@ _bound_session: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "antiloop_session", default=None
 )
 _STOPPED_KEPT = 64
+_CONTEXT_KEPT = 200  # the fingerprint shows 80 characters of it
+_NO_MATCHES: tuple[tuple[None, ...], ...] = tuple((None,) * n for n in range(17))
+_OK = Verdict()
 _ACTIONS = {a.name.lower(): a for a in Action}
 
 
@@ -308,7 +311,9 @@ class Guard:
         if state.ended is not None:
             return self._terminated(state.ended)  # type: ignore[arg-type]
         history = self._observe(state, step)
-        verdict = self.detector(history) or Verdict.ok()
+        verdict = self.detector(history)
+        if verdict is None:
+            return _OK
         if verdict.action is Action.CONTINUE:
             return verdict
         if verdict.action >= Action.ASK and verdict.detector != "goal":
@@ -374,12 +379,18 @@ class Guard:
         )
         digest = key_digest(proc.key)
         window = stream.window
-        same: list[Any] = []
-        for back in range(1, min(self._lookback, len(window)) + 1):
+        depth = min(self._lookback, len(window))
+        same: tuple[SameResult | None, ...] = (
+            _NO_MATCHES[depth] if depth < len(_NO_MATCHES) else (None,) * depth
+        )
+        for back in range(1, depth + 1):
             old = window[-back]
-            same.append(same_result(old.readings, readings) if old.procedure == digest else None)
+            if old.procedure == digest:
+                found = same_result(old.readings, readings)
+                if found is not None:
+                    same = (*same[: back - 1], found, *same[back:])
         record = StepRecord(
-            index, tool, proc.operation, digest, proc.context, readings, tuple(same)
+            index, tool, proc.operation, digest, proc.context[:_CONTEXT_KEPT], readings, same
         )
         stream.run = stream.run + 1 if same and same[0] is not None else 1
         window.append(record)

@@ -15,9 +15,15 @@ from antiloop.canonical import Procedure
 from antiloop.events import Step
 from antiloop.readings import Readings, SameResult
 
+# Keys up to this length are kept as they are (cheaper than hashing, and as small as a digest
+# object); longer ones become a 16-hex-digit digest. Keys hold control characters, digests none.
+_SHORT_KEY = 48
+
 
 def key_digest(key: str) -> str:
-    """A short stable digest of a canonical procedure key."""
+    """A short stable stand-in for a canonical procedure key: the key itself when short."""
+    if len(key) <= _SHORT_KEY:
+        return key
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
@@ -81,7 +87,6 @@ class SessionState:
     ended: object | None = None  # the Verdict that ended the session
 
 
-@dataclass(frozen=True, slots=True)
 class History:
     """The read-only view a detector judges: the current step and what came before it.
 
@@ -95,12 +100,26 @@ class History:
         message: the step's message record, when it has a message.
     """
 
-    step: Step
-    record: StepRecord | None
-    procedure: Procedure
-    stream: StreamState
-    session: SessionState
-    message: MessageRecord | None = None
+    __slots__ = ("message", "procedure", "record", "session", "step", "stream")
+
+    def __init__(
+        self,
+        step: Step,
+        record: StepRecord | None,
+        procedure: Procedure,
+        stream: StreamState,
+        session: SessionState,
+        message: MessageRecord | None = None,
+    ) -> None:
+        self.step = step
+        self.record = record
+        self.procedure = procedure
+        self.stream = stream
+        self.session = session
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"History(step={self.step!r}, count={self.count})"
 
     @property
     def count(self) -> int:
