@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit conformance bench clean
+.PHONY: demo test sysdeps lint typecheck unit conformance bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,7 +15,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/antiloop demo
 
-test: $(STAMP) lint typecheck unit conformance
+test: $(STAMP) sysdeps lint typecheck unit conformance
+
+# Debian's chromium for the browser tests (Playwright drives it; nothing is downloaded at run
+# time). Installed when missing and we may use apt-get; elsewhere those tests skip with a reason.
+sysdeps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: /usr/bin/chromium is missing; browser tests will skip"; fi; \
+	fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
