@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode
 
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
 from antiloop.errors import ConfigError
@@ -37,10 +37,10 @@ def split_options(url: str, known: Mapping[str, type]) -> tuple[str, dict[str, A
     Raises:
         ConfigError: an option's value has the wrong type.
     """
-    parts = urlsplit(url)
+    base, _, query = url.partition("?")
     kept: list[tuple[str, str]] = []
     options: dict[str, Any] = {}
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+    for name, value in parse_qsl(query, keep_blank_values=True):
         kind = known.get(name)
         if kind is None:
             kept.append((name, value))
@@ -51,7 +51,7 @@ def split_options(url: str, known: Mapping[str, type]) -> tuple[str, dict[str, A
             raise ConfigError(
                 f"store URL option {name}={value!r} is not a {kind.__name__}"
             ) from exc
-    return urlunsplit(parts._replace(query=urlencode(kept))), options
+    return (base + "?" + urlencode(kept) if kept else base), options
 
 
 def hide_password(url: str) -> str:

@@ -1,0 +1,208 @@
+"""``antiloop log``: the audit log: sessions, one session's timeline, live follow, export, verify.
+
+    antiloop log                      the sessions, most recent first
+    antiloop log SESSION              one session's timeline
+    antiloop log SESSION -f           ... and follow it live (Ctrl+C stops)
+    antiloop log [SESSION] --jsonl    export records as JSON lines
+    antiloop log verify               check the hash chain: exit 0 intact, 1 tampered
+
+``--store URL`` everywhere (default: ``ANTILOOP_STORE``, else ``~/.antiloop/antiloop.db``). A
+session literally named ``verify`` is shown with ``--session verify``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import IO
+
+from antiloop.errors import ConfigError
+from antiloop.stores import AuditLog, default_store_url, open_store
+from antiloop.stores.auditlog import AuditRecord
+
+EXIT_OK = 0
+EXIT_TAMPERED = 1
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``antiloop log``."""
+    parser.add_argument(
+        "target", nargs="?", help="a session id, or 'verify' to check the chain; none: list"
+    )
+    parser.add_argument("--session", help="a session id (for one named 'verify')")
+    parser.add_argument("--store", help="the store URL (default: ANTILOOP_STORE or ~/.antiloop)")
+    parser.add_argument("-f", "--follow", action="store_true", help="follow new records live")
+    parser.add_argument("--jsonl", action="store_true", help="print records as JSON lines")
+    parser.add_argument("--interval", type=float, default=0.5, help="seconds between polls with -f")
+    parser.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)
+    parser.set_defaults(handler=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Run ``antiloop log``."""
+    store = open_store(ns.store or default_store_url())
+    try:
+        if not isinstance(store, AuditLog):
+            raise ConfigError(f"the store {store.url} keeps no audit log")
+        out = sys.stdout
+        session = ns.session
+        if session is None and ns.target == "verify":
+            return verify(store, out)
+        session = session or ns.target
+        if session is None and not ns.jsonl and not ns.follow:
+            return list_sessions(store, out)
+        last = 0
+        records = list(store.audit_records(session))
+        if session is not None and not records and not ns.follow:
+            print(
+                f"antiloop: no audit records for session {session!r} in {store.url}",
+                file=sys.stderr,
+            )
+            return 2
+        last = _write(records, out, ns.jsonl, header=not ns.jsonl, session=session)
+        if ns.follow:
+            last = follow(store, out, session, last, ns.jsonl, ns.interval, ns.max_polls)
+        return EXIT_OK
+    finally:
+        store.close()
+
+
+def list_sessions(store: AuditLog, out: IO[str]) -> int:
+    """Print one line per session: last activity, records, steps, how it stands."""
+    summaries = store.session_summaries()
+    if not summaries:
+        out.write("no sessions in the audit log\n")
+        return EXIT_OK
+    rows: list[tuple[str, ...]] = [("SESSION", "LAST ACTIVITY (UTC)", "RECORDS", "STEPS", "STATUS")]
+    for s in summaries:
+        status = f"stopped: {s.stopped}" if s.stopped else (s.last_action or "")
+        rows.append((s.session, _when(s.last_at, True), str(s.records), str(s.steps), status))
+    _table(rows, out, cut=(0, 0, 0, 0, 70))
+    return EXIT_OK
+
+
+def follow(
+    store: AuditLog,
+    out: IO[str],
+    session: str | None,
+    last: int,
+    jsonl: bool,
+    interval: float,
+    max_polls: int | None,
+) -> int:
+    """Print new records as they come, until Ctrl+C (or ``max_polls`` polls)."""
+    polls = 0
+    try:
+        while max_polls is None or polls < max_polls:
+            polls += 1
+            records = list(store.audit_records(session, since_seq=last))
+            last = _write(records, out, jsonl, header=False, session=session) or last
+            out.flush()
+            if max_polls is not None and polls >= max_polls:
+                break
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    return last
+
+
+def verify(store: AuditLog, out: IO[str]) -> int:
+    """Check the chain; print each problem; 0 when intact, 1 when tampered."""
+    problems = store.verify_audit()
+    url = getattr(store, "url", "the store")
+    if not problems:
+        count = 0
+        head = ""
+        for record in store.audit_records():
+            count += 1
+            head = record.hash
+        out.write(f"ok: {count} audit records in {url}, chain intact")
+        out.write(f" (head {head[:16]})\n" if head else "\n")
+        return EXIT_OK
+    out.write(f"TAMPERED: {len(problems)} problem(s) in the audit log of {url}\n")
+    for p in problems:
+        out.write(f"  {p.kind:8} record {p.seq}: {p.message}\n")
+    return EXIT_TAMPERED
+
+
+def _write(
+    records: Iterable[AuditRecord], out: IO[str], jsonl: bool, *, header: bool, session: str | None
+) -> int:
+    """Print records; returns the last seq printed (0 when none)."""
+    last = 0
+    rows: list[tuple[str, ...]] = []
+    for r in records:
+        last = r.seq
+        if jsonl:
+            out.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+        else:
+            rows.append(_row(r, session is None))
+    if rows:
+        if header:
+            head: tuple[str, ...] = (
+                "SEQ",
+                "TIME (UTC)",
+                "SESSION",
+                "AGENT",
+                "#",
+                "KIND",
+                "TOOL",
+                "ACTION",
+                "DETAIL",
+            )
+            if session is not None:
+                head = head[:2] + head[3:]
+            rows.insert(0, head)
+        _table(
+            rows,
+            out,
+            cut=(0, 0, 24, 16, 0, 0, 20, 0, 80) if session is None else (0, 0, 16, 0, 0, 20, 0, 80),
+        )
+    return last
+
+
+def _row(r: AuditRecord, with_session: bool) -> tuple[str, ...]:
+    detail = r.reason or ""
+    if r.detector and r.action not in (None, "continue"):
+        detail = f"[{r.detector}] {detail}"
+    elif r.kind == "cache":
+        detail = "served from the cache"
+    elif r.args:
+        detail = r.args
+    if r.approved_by:
+        detail += f" (approved by {r.approved_by})"
+    row: tuple[str, ...] = (
+        str(r.seq),
+        _when(r.at, False),
+        r.session,
+        r.agent or "",
+        "" if r.index is None else str(r.index),
+        r.kind,
+        r.tool or "",
+        r.action or "",
+        " ".join(detail.split()),
+    )
+    return row if with_session else row[:2] + row[3:]
+
+
+def _when(at: float, date: bool) -> str:
+    stamp = datetime.fromtimestamp(at, UTC)
+    return stamp.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
+
+
+def _table(rows: Sequence[tuple[str, ...]], out: IO[str], cut: tuple[int, ...]) -> None:
+    cells = [
+        tuple(
+            c if not limit or len(c) <= limit else c[: limit - 1] + "…"
+            for c, limit in zip(row, cut, strict=False)
+        )
+        for row in rows
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    for row in cells:
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False))
+        out.write(line.rstrip() + "\n")
