@@ -16,6 +16,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SUITES = {
     "engine": "bench.engine",
+    "scan": "bench.scan",
 }
 
 

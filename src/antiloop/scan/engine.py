@@ -364,7 +364,9 @@ class Scanner:
         if embedder is None:
             from antiloop.embed import get_embedder
 
-            embedder = get_embedder(self.config.embedder)
+            # Uncached: each message's vector is kept with the message for as long as the
+            # stagnation window needs it; a cache shared by every run would grow with the corpus.
+            embedder = get_embedder(self.config.embedder, cached=False)
         self.embedder: Embedder = embedder
         self.views = views
         self._parts = default_detector(self.config, self.embedder).detectors
