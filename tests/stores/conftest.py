@@ -1,0 +1,165 @@
+"""Store fixtures: every backend behind one parametrised fixture, and the contract suite.
+
+Redis (127.0.0.1:6379) and PostgreSQL (127.0.0.1:5432, database ``test``, user root or
+postgres, trust auth) are the real servers: absent, their tests skip with the reason; absent
+under ``CI=true``, they fail. Each test gets its own Redis key prefix and PostgreSQL schema.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from antiloop.stores import open_store
+from antiloop.stores.memory import MemoryStore
+
+pytest.register_assert_rewrite("tests.stores.contract")
+
+REDIS = ("127.0.0.1", 6379)
+POSTGRES = ("127.0.0.1", 5432)
+PARAMS = [
+    "memory",
+    "sqlite",
+    pytest.param("redis", marks=pytest.mark.redis),
+    pytest.param("postgres", marks=pytest.mark.postgres),
+]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """Collect contract.py (the contract suite) like a test module."""
+    if file_path.name == "contract.py":
+        return pytest.Module.from_parent(parent, path=file_path)
+    return None
+
+
+def _listening(addr: tuple[str, int]) -> bool:
+    try:
+        with socket.create_connection(addr, timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def need_server(name: str, addr: tuple[str, int]) -> None:
+    """Skip (or fail under CI=true) when the server is not listening."""
+    if _listening(addr):
+        return
+    reason = f"{name} is not listening on {addr[0]}:{addr[1]}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the real server is required)")
+    pytest.skip(reason)
+
+
+def postgres_base() -> str:
+    """A PostgreSQL URL that connects (root, then postgres), database test."""
+    import psycopg
+
+    for user in ("root", "postgres"):
+        url = f"postgresql://{user}@127.0.0.1:5432/test"
+        try:
+            with psycopg.connect(url, connect_timeout=3):
+                return url
+        except psycopg.Error:
+            continue
+    message = "PostgreSQL on 127.0.0.1:5432 accepts neither root nor postgres on database test"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+class Backend:
+    """One backend for a test: opens stores on the same data, and cleans up after."""
+
+    def __init__(self, kind: str, tmp_path: Path) -> None:
+        self.kind = kind
+        self.tag = f"t{uuid.uuid4().hex[:12]}"
+        self._stores: list[Any] = []
+        self._memory: MemoryStore | None = None
+        if kind == "sqlite":
+            self.url = f"sqlite:///{tmp_path / 'antiloop.db'}"
+        elif kind == "redis":
+            need_server("Redis", REDIS)
+            self.url = f"redis://127.0.0.1:6379/0?prefix=antiloop-test-{self.tag}"
+        elif kind == "postgres":
+            need_server("PostgreSQL", POSTGRES)
+            self.base = postgres_base()
+            self.url = f"{self.base}?schema=antiloop_test_{self.tag}"
+        else:
+            self.url = "memory://"
+
+    def open(self, **options: Any) -> Any:
+        """A store object on this backend's data (memory: always the same object)."""
+        if self.kind == "memory":
+            if self._memory is None:
+                self._memory = MemoryStore(**options)
+            return self._memory
+        if options:
+            from antiloop.stores import BUILTIN
+
+            module, _, attr = BUILTIN[self.url.split(":", 1)[0]].partition(":")
+            import importlib
+
+            store = getattr(importlib.import_module(module), attr).from_url(self.url, **options)
+        else:
+            store = open_store(self.url)
+        self._stores.append(store)
+        return store
+
+    def tamper(self, sql_or_fn: Callable[[Any], None]) -> None:
+        """Run a raw change on the backing data (a function of the raw client)."""
+        sql_or_fn(self.raw())
+
+    def raw(self) -> Any:
+        """The backend's raw handle: a sqlite3/psycopg connection, a redis client, the store."""
+        if self.kind == "sqlite":
+            import sqlite3
+
+            return sqlite3.connect(self.url[len("sqlite:///") :], isolation_level=None)
+        if self.kind == "redis":
+            import redis
+
+            return redis.Redis.from_url("redis://127.0.0.1:6379/0")
+        if self.kind == "postgres":
+            import psycopg
+
+            schema = f"antiloop_test_{self.tag}"
+            return psycopg.connect(self.base, autocommit=True, options=f"-c search_path={schema}")
+        return self.open()
+
+    def cleanup(self) -> None:
+        """Close the stores and drop the test's keys or schema."""
+        for store in self._stores:
+            store.close()
+        if self.kind == "redis":
+            import redis
+
+            client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+            keys = list(client.scan_iter(f"antiloop-test-{self.tag}:*"))
+            if keys:
+                client.delete(*keys)
+            client.close()
+        elif self.kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(self.base, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA IF EXISTS antiloop_test_{self.tag} CASCADE")
+
+
+@pytest.fixture(params=PARAMS)
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
+    """Each backend in turn (Redis and PostgreSQL need their servers)."""
+    b = Backend(request.param, tmp_path)
+    yield b
+    b.cleanup()
+
+
+@pytest.fixture
+def store(backend: Backend) -> Any:
+    """A store on the backend."""
+    return backend.open()

@@ -1,0 +1,407 @@
+"""The store contract: every backend (memory, sqlite, redis, postgres) passes these tests.
+
+Collected by tests/stores/conftest.py; the ``backend`` and ``store`` fixtures are parametrised
+over the four backends.
+"""
+
+from __future__ import annotations
+
+import threading
+from array import array
+from collections import deque
+from typing import Any
+
+import pytest
+
+from antiloop import Guard, Step
+from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+from antiloop.audit import AuditEvent
+from antiloop.history import MessageRecord, SessionState, StepRecord, StreamState
+from antiloop.readings import Readings, SameResult
+from antiloop.redact import REDACTED
+from antiloop.stores import ApprovalStore as ApprovalCapability
+from antiloop.stores import AuditLog, Interventions, ResultCache, Store
+from antiloop.verdict import Action, Verdict
+
+
+class FakeClock:
+    """A clock that moves only when told."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _full_state() -> SessionState:
+    readings = Readings(
+        "e" * 16,
+        1,
+        "s" * 16,
+        "1 failed",
+        None,
+        None,
+        False,
+        "E: x",
+        1,
+        (
+            ("a.py", "f" * 64, 12.5),
+            ("b.py", None, None),
+        ),
+    )
+    record = StepRecord(
+        3, "bash", "test", "d" * 16, "pytest", readings, (SameResult("1 failing", "abcd1234"), None)
+    )
+    stream = StreamState(
+        deque([record], maxlen=8),
+        deque([MessageRecord(3, "try 2", "try 0", False, array("f", [0.5, -0.25]))], maxlen=4),
+        run=2,
+        fail_tool="bash",
+        fails=2,
+        fail_steps=(2, 3),
+        blanks=0,
+        stopped={"d" * 16: "AGENT::a::test::pytest::1 failing#abcd1234"},
+    )
+    return SessionState(
+        steps=4,
+        goal="fix the test",
+        goal_vector=array("f", [1.0, 0.0]),
+        streams={"agent": stream},
+        ended=Verdict.stop("repeat", "looped", fingerprint="fp", evidence=(2, 3)),
+    )
+
+
+def test_every_builtin_store_has_every_capability(store: Any) -> None:
+    """Each built-in store is a Store with the audit, approval, cache and people capabilities."""
+    for protocol in (Store, AuditLog, ApprovalCapability, ResultCache, Interventions):
+        assert isinstance(store, protocol), protocol.__name__
+
+
+def test_unknown_session_is_none_and_new_one_starts_empty(store: Any) -> None:
+    """peek of an unknown session is None; a transaction on it starts from an empty state."""
+    assert store.peek("nobody") is None
+    with store.transaction("new") as state:
+        assert state == SessionState()
+        state.steps = 1
+    assert store.peek("new").steps == 1
+    assert "new" in store.sessions()
+
+
+def test_transaction_round_trips_every_field(backend: Any) -> None:
+    """A state saved in one store object reads back equal, every field, in another."""
+    a, b = backend.open(), backend.open()
+    full = _full_state()
+    with a.transaction("s") as state:
+        state.steps, state.goal, state.goal_vector = full.steps, full.goal, full.goal_vector
+        state.streams.update(full.streams)
+        state.ended = full.ended
+    assert b.peek("s") == full
+    with b.transaction("s") as state:
+        assert state == full
+        assert state.streams["agent"].window.maxlen == 8
+
+
+def test_failed_transaction_saves_nothing(backend: Any) -> None:
+    """A transaction that raises leaves the saved state and the audit log as they were."""
+    store = backend.open()
+    with store.transaction("s") as state:
+        state.steps = 1
+
+    def fail() -> None:
+        with store.transaction("s") as state:
+            if backend.kind != "memory":  # memory hands out the live state (documented)
+                state.steps = 99
+            store.append_audit(AuditEvent("step", "s", 1.0, tool="x"))
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        fail()
+    assert store.peek("s").steps == 1
+    assert list(store.audit_records("s")) == []
+    with store.transaction("s") as state:  # the lock was released
+        state.steps = 2
+    assert store.peek("s").steps == 2
+
+
+def test_forget_drops_a_session(store: Any) -> None:
+    """forget removes the session's state, feedback and stop flag."""
+    with store.transaction("s") as state:
+        state.steps = 1
+    store.push_feedback("s", "hi")
+    store.request_stop("s", "ann")
+    store.forget("s")
+    assert store.peek("s") is None
+    assert "s" not in store.sessions()
+    assert store.pop_feedback("s") == []
+    assert store.stop_requested("s") is None
+
+
+def test_threads_on_two_store_objects_never_lose_an_update(backend: Any) -> None:
+    """Concurrent read-modify-writes through two store objects all land (no lost update)."""
+    stores = [backend.open(), backend.open()]
+
+    def work(store: Any) -> None:
+        for _ in range(25):
+            with store.transaction("counter") as state:
+                state.steps += 1
+
+    threads = [threading.Thread(target=work, args=(stores[i % 2],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stores[0].peek("counter").steps == 100
+
+
+def test_two_guards_on_one_store_stop_a_repeat(backend: Any) -> None:
+    """A step recorded by one guard and repeated through another is stopped as a loop."""
+    one, two = Guard(store=backend.open(), audit=True), Guard(store=backend.open(), audit=True)
+    step = Step(
+        tool="grep", args={"pattern": "doubleJump"}, output="src/a.ts:3: doubleJump", session="s"
+    )
+    assert one.record(step).action is Action.CONTINUE
+    verdict = two.record(step)
+    assert verdict.action is Action.STOP
+    assert verdict.detector == "repeat"
+    assert one.check("grep", {"pattern": "doubleJump"}, session="s").action is Action.STOP
+    assert [r.action for r in backend.open().audit_records("s")] == ["continue", "stop"]
+
+
+def test_audit_records_are_chained_redacted_and_capped(backend: Any) -> None:
+    """Audit records keep order, redact secrets, cap text with full digests, and verify."""
+    store = backend.open(audit_cap=64)
+    secret = "sk-ant-api03-" + "A" * 40
+    long_output = "line with " + secret + "\n" + "x" * 500
+    with store.transaction("s"):
+        store.append_audit(
+            AuditEvent(
+                "step",
+                "s",
+                10.0,
+                agent="a",
+                index=0,
+                tool="bash",
+                args={
+                    "command": f"curl -H 'Authorization: Bearer {secret}'",
+                    "password": "hunter2",
+                },
+                output=long_output,
+                verdict=Verdict.stop("repeat", "looped", fingerprint="AGENT::a::bash::x::y"),
+                detail={"approved_by": "ann"},
+            )
+        )
+    store.append_audit(AuditEvent("reset", "s", 11.0, detail={"reason": "user spoke"}))
+    store.append_audit(AuditEvent("step", "other", 12.0, tool="read"))
+    records = list(store.audit_records())
+    assert [r.seq for r in records] == [1, 2, 3]
+    first = records[0]
+    assert secret not in (first.args or "") + (first.output or "")
+    assert "hunter2" not in (first.args or "")
+    assert "[REDACTED]" in (first.output or "")
+    assert len((first.output or "").encode()) <= 64
+    assert first.output_bytes is not None
+    assert first.output_bytes > 64
+    assert first.truncated
+    assert (first.action, first.detector, first.reason) == ("stop", "repeat", "looped")
+    assert first.approved_by == "ann"
+    assert records[1].prev == first.hash
+    assert records[2].prev == records[1].hash
+    assert [r.seq for r in store.audit_records("s")] == [1, 2]
+    assert [r.seq for r in store.audit_records(since_seq=2)] == [3]
+    assert store.verify_audit() == []
+    summaries = {s.session: s for s in store.session_summaries()}
+    assert summaries["s"].records == 2
+    assert summaries["s"].steps == 1
+    assert summaries["s"].stopped == "repeat: looped"
+
+
+def _edit_second_record(backend: Any) -> None:
+    kind = backend.kind
+    if kind == "memory":
+        store = backend.open()
+        row = store._rows[1]
+        store._rows[1] = type(row)(row.seq, row.body.replace("b", "c"), row.hash)
+    elif kind == "sqlite":
+        backend.raw().execute(
+            "UPDATE audit SET body = replace(body, '\"b\"', '\"c\"') WHERE seq = 2"
+        )
+    elif kind == "postgres":
+        with backend.raw() as conn:
+            conn.execute("UPDATE audit SET body = replace(body, '\"b\"', '\"c\"') WHERE seq = 2")
+    else:
+        client = backend.raw()
+        key = f"antiloop-test-{backend.tag}:{{audit}}:log"
+        item = client.lindex(key, 1)
+        client.lset(key, 1, item.replace(b'"b"', b'"c"'))
+
+
+def _delete_second_record(backend: Any) -> None:
+    kind = backend.kind
+    if kind == "memory":
+        del backend.open()._rows[1]
+    elif kind == "sqlite":
+        backend.raw().execute("DELETE FROM audit WHERE seq = 2")
+    elif kind == "postgres":
+        with backend.raw() as conn:
+            conn.execute("DELETE FROM audit WHERE seq = 2")
+    else:
+        client = backend.raw()
+        key = f"antiloop-test-{backend.tag}:{{audit}}:log"
+        client.lrem(key, 1, client.lindex(key, 1))
+
+
+def _three_records(store: Any) -> None:
+    for tool in ("a", "b", "c"):
+        store.append_audit(AuditEvent("step", "s", 1.0, tool=tool))
+
+
+def test_verify_names_an_edited_record(backend: Any) -> None:
+    """Editing a stored record is reported as that record edited."""
+    store = backend.open()
+    _three_records(store)
+    _edit_second_record(backend)
+    problems = store.verify_audit()
+    assert [(p.kind, p.seq) for p in problems] == [("edited", 2)]
+
+
+def test_verify_names_a_deleted_record(backend: Any) -> None:
+    """Deleting a stored record is reported as that record deleted."""
+    store = backend.open()
+    _three_records(store)
+    _delete_second_record(backend)
+    problems = store.verify_audit()
+    assert [(p.kind, p.seq) for p in problems] == [("deleted", 2)]
+
+
+def test_verify_names_an_inserted_record(backend: Any) -> None:
+    """A record added behind the store's back (a copy of the last) is reported as inserted."""
+    store = backend.open()
+    _three_records(store)
+    last = list(store.audit_records())[-1]
+    body_row = None
+    if backend.kind == "memory":
+        row = store._rows[-1]
+        store._rows.append(type(row)(4, row.body.replace('"seq":3', '"seq":4'), row.hash))
+    elif backend.kind == "sqlite":
+        backend.raw().execute(
+            "INSERT INTO audit (seq, session, kind, at, body, hash) SELECT 4, session, kind, at,"
+            " replace(body, '\"seq\":3', '\"seq\":4'), hash FROM audit WHERE seq = 3"
+        )
+    elif backend.kind == "postgres":
+        with backend.raw() as conn:
+            conn.execute(
+                "INSERT INTO audit (seq, session, kind, at, body, hash) SELECT 4, session, kind,"
+                " at, replace(body, '\"seq\":3', '\"seq\":4'), hash FROM audit WHERE seq = 3"
+            )
+    else:
+        client = backend.raw()
+        key = f"antiloop-test-{backend.tag}:{{audit}}:log"
+        body_row = client.lindex(key, 2)
+        client.rpush(key, body_row.replace(b'"seq":3', b'"seq":4'))
+    kinds = {(p.kind, p.seq) for p in store.verify_audit()}
+    assert ("inserted", 4) in kinds
+    assert last.seq == 3
+
+
+def test_approvals_are_kept_redacted_and_decided_once(store: Any) -> None:
+    """A pending request is decided once; a later answer does not change it; args are redacted."""
+    req = ApprovalRequest(
+        id="r1",
+        session="s",
+        agent="a",
+        tool="bash",
+        args={"command": "deploy", "token": "t0ps3cret"},
+        risk="exec",
+        reason="deploys",
+        created_at=100.0,
+        expires_at=200.0,
+    )
+    store.put_approval(req)
+    store.put_approval(ApprovalRequest("r2", "t", "a", "read", {}, "read", "r", 50.0))
+    got = store.get_approval("r1")
+    assert got is not None
+    assert got.status is ApprovalStatus.PENDING
+    assert got.args["token"] == REDACTED
+    assert store.get_approval("nope") is None
+    decided = store.decide_approval("r1", "approved", "ann", comment="ok", now=150.0)
+    assert (decided.status, decided.decided_by, decided.decided_at) == (
+        ApprovalStatus.APPROVED,
+        "ann",
+        150.0,
+    )
+    again = store.decide_approval("r1", ApprovalStatus.DENIED, "bob", now=160.0)
+    assert again.status is ApprovalStatus.APPROVED
+    assert again.decided_by == "ann"
+    assert [r.id for r in store.list_approvals()] == ["r2", "r1"]
+    assert [r.id for r in store.list_approvals(status="pending")] == ["r2"]
+    assert [r.id for r in store.list_approvals(session="s")] == ["r1"]
+    with pytest.raises(KeyError):
+        store.decide_approval("nope", "approved", "ann", now=1.0)
+
+
+def test_expired_approval_becomes_expired_and_edits_are_kept(store: Any) -> None:
+    """An answer after expires_at yields expired (deny); an edit keeps the edited args."""
+    store.put_approval(
+        ApprovalRequest("r", "s", "a", "bash", {}, "exec", "x", 0.0, expires_at=10.0)
+    )
+    late = store.decide_approval("r", "approved", "ann", now=10.0)
+    assert (late.status, late.decided_by) == (ApprovalStatus.EXPIRED, "timeout")
+    store.put_approval(ApprovalRequest("e", "s", "a", "bash", {"c": 1}, "exec", "x", 0.0))
+    edited = store.decide_approval("e", "edited", "ann", edited_args={"c": 2}, now=5.0)
+    assert edited.status is ApprovalStatus.EDITED
+    assert edited.edited_args == {"c": 2}
+    assert store.get_approval("e").edited_args == {"c": 2}
+
+
+def test_concurrent_decisions_have_one_winner(backend: Any) -> None:
+    """Two store objects deciding one request at once: exactly one decision sticks."""
+    stores = [backend.open(), backend.open()]
+    stores[0].put_approval(ApprovalRequest("r", "s", "a", "bash", {}, "exec", "x", 0.0))
+    results: list[ApprovalRequest] = []
+
+    def decide(i: int) -> None:
+        status = "approved" if i % 2 else "denied"
+        results.append(stores[i % 2].decide_approval("r", status, f"p{i}", now=1.0))
+
+    threads = [threading.Thread(target=decide, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    final = stores[0].get_approval("r")
+    assert all(r == final for r in results)
+
+
+def test_cache_keeps_values_until_they_expire(backend: Any) -> None:
+    """A cached value is returned until its TTL passes (by the store's clock), then None."""
+    clock = FakeClock()
+    store = backend.open(clock=clock)
+    assert store.cache_get("k") is None
+    store.cache_put("k", "v1 ünïcode", 60)
+    assert store.cache_get("k") == "v1 ünïcode"
+    store.cache_put("k", "v2", 60)
+    assert store.cache_get("k") == "v2"
+    clock.now += 61
+    assert store.cache_get("k") is None
+
+
+def test_feedback_queue_and_stop_flag(store: Any) -> None:
+    """Feedback pops in order and empties the queue; a stop request says who asked."""
+    store.push_feedback("s", "first")
+    store.push_feedback("s", "second")
+    store.push_feedback("t", "other")
+    assert store.pop_feedback("s") == ["first", "second"]
+    assert store.pop_feedback("s") == []
+    assert store.stop_requested("s") is None
+    store.request_stop("s", "ann")
+    assert store.stop_requested("s") == "ann"
+    store.clear_stop("s")
+    assert store.stop_requested("s") is None
+    assert store.pop_feedback("t") == ["other"]
+
+
+def test_url_never_shows_a_password(store: Any) -> None:
+    """The store's url is a URL of its scheme and carries no password."""
+    assert "://" in store.url
+    assert "secret" not in store.url
