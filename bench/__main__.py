@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 SUITES = {
     "engine": "bench.engine",
     "scan": "bench.scan",
+    "serve": "bench.serve",
 }
 
 
