@@ -117,14 +117,33 @@ class Approvals:
         agent: str = "agent",
         paths: Sequence[str] = (),
         cwd: str | None = None,
+        verdict: Verdict | None = None,
     ) -> Gate:
-        """Judge a call before it runs: stop request, guard, policy and person, then feedback."""
+        """Judge a call before it runs: stop request, guard, policy and person, then feedback.
+
+        Args:
+            guard: the guard whose ``check`` judges the call first.
+            tool: the tool name.
+            args: its arguments.
+            session: the session (the guard's bound one by default).
+            agent: the agent name.
+            paths: files the call touches beyond ``args``.
+            cwd: the working directory.
+            verdict: the guard's own verdict, when the caller has it already (``Guard.check``
+                calling in); otherwise ``guard.check`` is asked.
+        """
         args = dict(args or {})
         sid = guard._session_id(session)
+        if verdict is None and getattr(guard, "approvals", None) is not None:
+            # The guard is wired to approvals: its check() runs this gate itself.
+            return Gate(
+                guard.check(tool, args, session=sid, agent=agent, paths=paths, cwd=cwd), args
+            )
         stopped = self.stopped(guard, sid)
         if stopped is not None:
             return Gate(stopped, args)
-        verdict = guard.check(tool, args, session=sid, agent=agent, paths=paths, cwd=cwd)
+        if verdict is None:
+            verdict = guard.check(tool, args, session=sid, agent=agent, paths=paths, cwd=cwd)
         request = None
         if verdict.action < Action.BLOCK:
             decision = self.policy.decide(tool, args, paths, cwd)
