@@ -1,0 +1,147 @@
+"""The session-state codec round-trips every field and refuses unknown formats clearly."""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import deque
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from antiloop import Guard, Step
+from antiloop.errors import StoreError
+from antiloop.history import MessageRecord, SessionState, StepRecord, StreamState
+from antiloop.readings import Readings, SameResult
+from antiloop.stores.codec import VERSION, StateCache, decode_state, encode_state
+from antiloop.verdict import Action, Verdict
+
+text = st.text(max_size=30)
+opt_text = st.none() | text
+opt_int = st.none() | st.integers(-(2**40), 2**40)
+finite = st.floats(allow_nan=False)
+files = st.lists(st.tuples(text, st.none() | text, st.none() | finite).map(tuple), max_size=3).map(
+    tuple
+)
+readings = st.builds(
+    Readings, text, opt_int, text, text, opt_text, opt_int, st.booleans(), opt_text, opt_int, files
+)
+same = st.none() | st.builds(SameResult, text, text)
+step_records = st.builds(
+    StepRecord,
+    st.integers(0, 10**6),
+    text,
+    text,
+    text,
+    text,
+    readings,
+    st.lists(same, max_size=4).map(tuple),
+)
+vectors = st.none() | st.lists(st.floats(width=32, allow_nan=False), max_size=8).map(
+    lambda xs: array("f", xs)
+)
+messages = st.builds(MessageRecord, st.integers(0, 10**6), text, text, st.booleans(), vectors)
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> StreamState:
+    window_max = draw(st.none() | st.integers(1, 8))
+    message_max = draw(st.none() | st.integers(1, 5))
+    window = deque(draw(st.lists(step_records, max_size=8)), maxlen=window_max)
+    msgs = deque(draw(st.lists(messages, max_size=5)), maxlen=message_max)
+    return StreamState(
+        window,
+        msgs,
+        draw(st.integers(0, 100)),
+        draw(text),
+        draw(st.integers(0, 100)),
+        tuple(draw(st.lists(st.integers(0, 1000), max_size=16))),
+        draw(st.integers(0, 100)),
+        draw(st.dictionaries(text, text, max_size=4)),
+    )
+
+
+verdicts = st.builds(
+    Verdict,
+    st.sampled_from(list(Action)),
+    opt_text,
+    opt_text,
+    opt_text,
+    text,
+    text,
+    st.lists(st.integers(0, 1000), max_size=5).map(tuple),
+    opt_text,
+)
+states = st.builds(
+    SessionState,
+    st.integers(0, 10**9),
+    opt_text,
+    vectors,
+    st.dictionaries(text, streams(), max_size=3),
+    st.none() | verdicts,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(states)
+def test_round_trip_keeps_every_field(state: SessionState) -> None:
+    """decode(encode(state)) equals the state, deque bounds included."""
+    back = decode_state(encode_state(state))
+    assert back == state
+    for agent, stream in state.streams.items():
+        assert back.streams[agent].window.maxlen == stream.window.maxlen
+        assert back.streams[agent].messages.maxlen == stream.messages.maxlen
+
+
+def test_surrogates_nan_and_a_real_guard_state_survive() -> None:
+    """Lone surrogates, NaN mtimes and the state a Guard builds all round-trip."""
+    guard = Guard()
+    for i in range(6):
+        guard.record(
+            Step(tool="bash", args={"command": "pytest"}, output=f"{i % 2} failed", message="hm")
+        )
+    state = guard.store.peek("default")
+    assert state is not None
+    assert decode_state(encode_state(state)) == state
+    odd = Readings(
+        "\ud800", None, "s", "h", None, None, False, None, None, (("p", None, math.nan),)
+    )
+    back = decode_state(
+        encode_state(
+            SessionState(
+                streams={"a": StreamState(deque([StepRecord(0, "t", "o", "p", "c", odd)]), deque())}
+            )
+        )
+    )
+    got = back.streams["a"].window[0].readings
+    assert got.exact == "\ud800"
+    assert math.isnan(got.files[0][2] or 0.0)
+
+
+def test_unknown_version_is_a_clear_store_error() -> None:
+    """Bytes of a newer format version are refused with a message naming both versions."""
+    data = bytes([VERSION + 1]) + encode_state(SessionState())[1:]
+    with pytest.raises(StoreError, match=rf"version {VERSION + 1}.*reads version {VERSION}"):
+        decode_state(data)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x01garbage", b'{"json": 1}', bytes([VERSION]) + b"\x00"])
+def test_damaged_bytes_are_a_store_error(data: bytes) -> None:
+    """Empty, damaged or foreign bytes raise StoreError, never anything else."""
+    with pytest.raises(StoreError):
+        decode_state(data)
+
+
+def test_state_cache_hands_back_what_it_saved_only_for_the_same_bytes() -> None:
+    """The cache returns the saved object for identical bytes and decodes anything else."""
+    cache = StateCache(size=2)
+    state = SessionState(steps=1)
+    data = encode_state(state)
+    cache.saved("s", data, state)
+    assert cache.load("s", data) is state
+    assert cache.load("s", data) is not state  # taken: a second load decodes
+    cache.saved("s", data, state)
+    other = encode_state(SessionState(steps=2))
+    assert cache.load("s", other).steps == 2
+    assert cache.load("s", None) == SessionState()

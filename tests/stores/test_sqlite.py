@@ -1,0 +1,240 @@
+"""The SQLite store: its file, its schema, and many processes at once."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from antiloop import Guard, GuardConfig, Step
+from antiloop.errors import ConfigError, StoreError
+from antiloop.stores import DEFAULT_STORE, default_store_url, open_store
+from antiloop.stores.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
+from antiloop.verdict import Action
+
+CONFIG = GuardConfig(detectors=("repeat", "cycle"), embedder="ngram", max_steps=100_000)
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_default_url_is_sqlite_in_home_unless_env_says_otherwise(monkeypatch: Any) -> None:
+    """default_store_url expands ~ in the default and honours ANTILOOP_STORE."""
+    monkeypatch.delenv("ANTILOOP_STORE", raising=False)
+    monkeypatch.setenv("HOME", "/home/ann")
+    assert DEFAULT_STORE == "sqlite:///~/.antiloop/antiloop.db"
+    assert default_store_url() == "sqlite:///home/ann/.antiloop/antiloop.db"
+    assert open_store(default_store_url()).path == Path("/home/ann/.antiloop/antiloop.db")
+    monkeypatch.setenv("ANTILOOP_STORE", "redis://h:6379/0")
+    assert default_store_url() == "redis://h:6379/0"
+
+
+@pytest.mark.parametrize(
+    ("url", "path"),
+    [
+        ("sqlite:///abs/a.db", "/abs/a.db"),
+        ("sqlite:////abs/a.db", "/abs/a.db"),
+        ("sqlite:///abs/a.db?timeout=2", "/abs/a.db"),
+        ("sqlite://rel/a.db", "rel/a.db"),
+    ],
+)
+def test_url_forms(url: str, path: str) -> None:
+    """sqlite URLs name absolute or relative files; options are taken out of the path."""
+    assert SQLiteStore.from_url(url).path == Path(path)
+
+
+def test_url_without_a_file_is_a_config_error() -> None:
+    """sqlite:/// alone names no file."""
+    with pytest.raises(ConfigError, match="names no file"):
+        SQLiteStore.from_url("sqlite:///")
+
+
+def test_missing_directory_is_created_and_database_is_marked(tmp_path: Path) -> None:
+    """A store in a missing directory creates it, in WAL mode, with antiloop's ids."""
+    path = tmp_path / "a" / "b" / "antiloop.db"
+    store = SQLiteStore(path)
+    assert store.sessions() == []
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.close()
+    store.close()
+
+
+def test_read_only_location_is_a_clear_error() -> None:
+    """A directory that cannot be created gives a StoreError naming it."""
+    store = SQLiteStore("/proc/antiloop-test/antiloop.db")
+    with pytest.raises(StoreError, match="cannot create the directory /proc/antiloop-test"):
+        store.peek("s")
+
+
+def test_garbage_file_is_refused_and_untouched(tmp_path: Path) -> None:
+    """A file that is not an SQLite database is a StoreError and keeps its bytes."""
+    path = tmp_path / "antiloop.db"
+    path.write_bytes(b"my thesis, chapter 3\n" * 200)
+    before = _digest(path)
+    with pytest.raises(StoreError, match="is not an SQLite database"):
+        SQLiteStore(path).sessions()
+    assert _digest(path) == before
+
+
+def test_damaged_sqlite_file_is_refused_and_untouched(tmp_path: Path) -> None:
+    """An SQLite header over garbage pages is a StoreError and keeps its bytes."""
+    path = tmp_path / "antiloop.db"
+    path.write_bytes(b"SQLite format 3\x00" + b"\x07" * 8000)
+    before = _digest(path)
+    with pytest.raises(StoreError, match="damaged or is not an SQLite database"):
+        SQLiteStore(path).sessions()
+    assert _digest(path) == before
+
+
+def test_foreign_database_is_refused_and_untouched(tmp_path: Path) -> None:
+    """Another program's SQLite database is a StoreError and is not switched to WAL."""
+    path = tmp_path / "app.db"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE users (name TEXT)")
+    db.execute("INSERT INTO users VALUES ('ann')")
+    db.commit()
+    db.close()
+    before = _digest(path)
+    with pytest.raises(StoreError, match="another program"):
+        SQLiteStore(path).sessions()
+    assert _digest(path) == before
+
+
+def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    """A database written by a newer antiloop (higher user_version) is a StoreError."""
+    path = tmp_path / "antiloop.db"
+    SQLiteStore(path).sessions()
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer antiloop"):
+        SQLiteStore(path).sessions()
+
+
+def test_state_written_by_a_newer_codec_is_a_store_error(tmp_path: Path) -> None:
+    """A session state in an unknown format version is a StoreError the guard can follow."""
+    path = tmp_path / "antiloop.db"
+    store = SQLiteStore(path)
+    with store.transaction("s") as state:
+        state.steps = 1
+    raw = sqlite3.connect(path)
+    raw.execute("UPDATE sessions SET state = x'09' WHERE id = 's'")
+    raw.commit()
+    raw.close()
+    with pytest.raises(StoreError, match="format version 9"):
+        store.peek("s")
+    verdict = Guard(store=SQLiteStore(path), config=CONFIG, on_store_error="block").record(
+        Step(tool="read", args={"file_path": "a"}, session="s")
+    )
+    assert verdict.action is Action.BLOCK
+
+
+# -- many processes --------------------------------------------------------------------------
+
+
+def _worker(url: str, me: int, barrier: Any, out: Any) -> None:
+    guard = Guard(store=url, config=CONFIG, on_store_error="block")
+    barrier.wait()
+    actions = []
+    for i in range(8):
+        step = Step(tool="read", args={"file_path": f"f{i}.py"}, output=str(i), session=f"own{me}")
+        actions.append(guard.record(step).action.name)
+        shared = Step(
+            tool="read", args={"file_path": f"p{me}-{i}.py"}, output="x", session="shared"
+        )
+        actions.append(guard.record(shared).action.name)
+    last = Step(tool="read", args={"file_path": "f7.py"}, output="7", session=f"own{me}")
+    actions.append(guard.record(last).action.name)
+    out.put((me, actions))
+
+
+@pytest.mark.slow
+def test_32_processes_lose_nothing_and_verdicts_stay_right(tmp_path: Path) -> None:
+    """32 processes recording at once: every step counted and logged, each repeat stopped."""
+    url = f"sqlite:///{tmp_path / 'antiloop.db'}"
+    SQLiteStore.from_url(url).sessions()  # create it once, as the CLI would
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(32)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(url, me, barrier, out)) for me in range(32)]
+    for p in procs:
+        p.start()
+    results = dict(out.get(timeout=240) for _ in procs)
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    for actions in results.values():
+        assert actions[:-1] == ["CONTINUE"] * 16
+        assert actions[-1] == "STOP"
+    store = SQLiteStore.from_url(url)
+    assert store.peek("shared").steps == 32 * 8
+    for me in range(32):
+        assert store.peek(f"own{me}").steps == 9
+    records = list(store.audit_records())
+    assert len(records) == 32 * 17
+    assert [r.seq for r in records] == list(range(1, 32 * 17 + 1))
+    assert store.verify_audit() == []
+
+
+_KILLED_WORKER = """
+import sys
+from antiloop import Guard, GuardConfig, Step
+guard = Guard(store=sys.argv[1], config=GuardConfig(detectors=("repeat",), embedder="ngram",
+              max_steps=10**9), on_store_error="block")
+i = 0
+while True:
+    step = Step(tool="read", args={"file_path": f"f{i}.py"}, output="x" * 3000, session="k")
+    if guard.record(step).action.name != "CONTINUE":
+        raise SystemExit(f"unexpected verdict at {i}")
+    print(i, flush=True)
+    i += 1
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_mid_writes_leaves_a_store_that_opens_and_verifies(tmp_path: Path) -> None:
+    """A process killed with SIGKILL while writing loses no acknowledged step; the log verifies."""
+    url = f"sqlite:///{tmp_path / 'antiloop.db'}"
+    with subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WORKER, url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    ) as proc:
+        assert proc.stdout is not None
+        acknowledged = -1
+        for line in proc.stdout:
+            acknowledged = int(line)
+            if acknowledged >= 150:
+                break
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert acknowledged >= 150
+    assert proc.returncode == -signal.SIGKILL
+    store = SQLiteStore.from_url(url)
+    assert store.verify_audit() == []
+    state = store.peek("k")
+    assert state is not None
+    assert state.steps >= acknowledged + 1
+    indexes = {r.index for r in store.audit_records("k")}
+    assert set(range(acknowledged + 1)) <= indexes
+    assert (
+        Guard(store=store, config=CONFIG)
+        .record(Step(tool="read", args={"file_path": "after.py"}, session="k"))
+        .action
+        is Action.CONTINUE
+    )
