@@ -7,6 +7,7 @@ import json
 import pytest
 
 from antiloop import ConfigError, Guard, GuardConfig, load_config
+from antiloop.config import read_table
 
 
 def test_json_config_builds_a_guard(tmp_path):
@@ -59,6 +60,15 @@ def test_unreadable_or_invalid_files(tmp_path):
     with pytest.raises(ConfigError, match="not valid JSON"):
         load_config(bad)
     other = tmp_path / "x.toml"
-    other.write_text("[guard]\n[store]\n")
-    with pytest.raises(ConfigError, match="unknown table or key 'store'"):
+    other.write_text("[guard]\n[stores]\n")
+    with pytest.raises(ConfigError, match="unknown table or key 'stores'"):
         load_config(other)
+
+
+def test_other_tables_are_read_by_their_owners(tmp_path):
+    """[approval] beside [guard] is accepted and handed over as it is."""
+    path = tmp_path / "antiloop.toml"
+    path.write_text("[guard]\nmin_steps = 3\n[approval]\ntimeout = 60\n")
+    assert load_config(path).min_steps == 3
+    assert read_table(path, "approval") == {"timeout": 60}
+    assert read_table(path, "store") is None

@@ -18,6 +18,8 @@ TASK_BUDGETS = {"simple": 25, "research": 100, "coding": 250}
 DEFAULT_BUDGET = 100
 DETECTOR_NAMES = ("repeat", "cycle", "fail-streak", "max-steps", "goal", "stagnation")
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
+#: Tables antiloop.toml may hold beside [guard]; each is read by the part it configures.
+TABLES = ("approval", "store", "hook", "server", "scan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +141,32 @@ def load_config(path: str | Path) -> GuardConfig:
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: not valid {kind}: {exc}") from None
     if kind == "TOML" and "guard" in data:
-        others = sorted(set(data) - {"guard"})
+        others = sorted(set(data) - {"guard"} - set(TABLES))
         if others:
-            raise ConfigError(f"{file}: unknown table or key {others[0]!r} beside [guard]")
+            raise ConfigError(
+                f"{file}: unknown table or key {others[0]!r} beside [guard] "
+                f"(tables: guard, {', '.join(TABLES)})"
+            )
         data = data["guard"]
     return GuardConfig.from_mapping(data, source=str(file))
+
+
+def read_table(path: str | Path, table: str) -> dict[str, Any] | None:
+    """The ``[table]`` of a TOML config (``approval``, ``store``...), or None when absent."""
+    if table not in TABLES:
+        raise ConfigError(f"no table {table!r} in antiloop.toml (tables: {', '.join(TABLES)})")
+    file = Path(path)
+    if file.suffix == ".json":
+        return None
+    import tomllib
+
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {file}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    value = data.get(table)
+    if value is not None and not isinstance(value, dict):
+        raise ConfigError(f"{file}: [{table}] must be a table")
+    return value

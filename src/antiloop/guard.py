@@ -60,6 +60,7 @@ from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
+    from antiloop.approval import Approvals
     from antiloop.embed import Embedder
 
 log = logging.getLogger("antiloop")
@@ -158,6 +159,10 @@ class Guard:
         on_store_error: ``allow`` (default: go on unguarded, with a loud log line) or
             ``block`` when the store fails.
         clock: seconds since the epoch, for audit times (inject a fake one in tests).
+        approvals: people in the loop (``antiloop.approval.Approvals``): ``check`` then also
+            stops a run a person stopped, asks before risky calls (the approval policy) and
+            passes on queued feedback as the hint; ``record`` escalates ask and loop-stop
+            verdicts to a person when the policy escalates to humans.
 
     Example:
         >>> guard = Guard()
@@ -179,8 +184,10 @@ class Guard:
         audit: bool | None = None,
         on_store_error: str | None = None,
         clock: Callable[[], float] = time.time,
+        approvals: Approvals | None = None,
     ) -> None:
         self.config = config or GuardConfig()
+        self.approvals = approvals
         self.embedder: Embedder = embedder or LazyEmbedder(self.config.embedder)
         self.detector: Detector | DetectorFn = (
             detector if detector is not None else default_detector(self.config, self.embedder)
@@ -233,7 +240,29 @@ class Guard:
         paths: Sequence[str] = (),
         cwd: str | None = None,
     ) -> Verdict:
-        """Judge a call before it runs: refuse a stopped procedure or a call in an ended session."""
+        """Judge a call before it runs: refuse a stopped procedure or a call in an ended session.
+
+        With ``approvals``, a person's stop, the approval policy (and the person's answer) and
+        queued feedback come in too; ``approvals.gate`` also gives edited arguments.
+        """
+        verdict = self._check(tool, args, session=session, agent=agent, paths=paths, cwd=cwd)
+        if self.approvals is None:
+            return verdict
+        gate = self.approvals.gate(
+            self, tool, args, session=session, agent=agent, paths=paths, cwd=cwd, verdict=verdict
+        )
+        return gate.verdict
+
+    def _check(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        agent: str = "agent",
+        paths: Sequence[str] = (),
+        cwd: str | None = None,
+    ) -> Verdict:
         state = self.store.peek(self._session_id(session))
         if state is None:
             return Verdict.ok()
@@ -272,6 +301,8 @@ class Guard:
                     self._audit(self._audit_event("step", step, verdict, state.steps - 1))
         except StoreError as exc:
             verdict = self._store_failed(exc, step.session)
+        if self.approvals is not None and verdict.action >= Action.ASK:
+            verdict = self.approvals.escalate(self, verdict, step)
         for listener in self.listeners:
             listener.on_verdict(step, verdict)
         return verdict
@@ -471,6 +502,10 @@ class Guard:
         finally:
             _bound_session.reset(token)
 
+    def session_id(self, session: str | None = None) -> str:
+        """The session id in use: the one given, else the one bound by ``session()``."""
+        return session or _bound_session.get() or "default"
+
     def _session_id(self, session: str | None) -> str:
         return session or _bound_session.get() or "default"
 
@@ -584,6 +619,10 @@ class _Wrapped:
 
 
 def _halt_for(verdict: Verdict) -> type[Halt]:
+    if verdict.detector == "approval":
+        return ApprovalDenied
+    if verdict.detector == "person":
+        return Halt
     if verdict.detector == "goal":
         return GoalReached
     if verdict.detector == "max-steps" or verdict.outcome == "budget":

@@ -133,7 +133,7 @@ class Approvals:
                 calling in); otherwise ``guard.check`` is asked.
         """
         args = dict(args or {})
-        sid = guard._session_id(session)
+        sid = guard.session_id(session)
         if verdict is None and getattr(guard, "approvals", None) is not None:
             # The guard is wired to approvals: its check() runs this gate itself.
             return Gate(
