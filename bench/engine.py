@@ -73,7 +73,9 @@ def check_vs_parse(lines: bytes) -> tuple[float, float]:
         parse = time.perf_counter() - t0
         t0 = time.perf_counter()
         with path.open("rb") as f:
-            judge_stream(f, io.StringIO(), Guard(config=GuardConfig(embedder="ngram", mode="shadow")))
+            judge_stream(
+                f, io.StringIO(), Guard(config=GuardConfig(embedder="ngram", mode="shadow"))
+            )
         check = time.perf_counter() - t0
     return parse, check
 
