@@ -33,6 +33,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	$(BIN)/mypy --strict tests/typing
 
 unit: $(STAMP)
 	$(BIN)/pytest

@@ -10,6 +10,7 @@ import tracemalloc
 
 from antiloop import Guard
 from antiloop.commands.check import judge_stream
+from antiloop.events import parse_line
 
 GREP = {"tool": "grep", "args": {"pattern": "x"}, "output": "a\n"}
 
@@ -111,3 +112,28 @@ def test_memory_stays_bounded_by_the_windows():
     tracemalloc.stop()
     # 6,000 more steps of 2 KB output each (12 MB of text): what is kept does not grow
     assert after - warm < 100_000, (warm, after)
+
+
+def test_a_huge_output_is_judged_without_extra_copies(tmp_path):
+    """A 20 MB output is judged with no copy beyond what parsing the JSON line itself takes."""
+    big = "line of output ✓ " * (20_000_000 // 18)
+    line = json.dumps({"tool": "read", "args": {"path": "big.log"}, "output": big}).encode()
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(line + b"\n" + line + b"\n")
+    size = len(line)
+    del big
+    tracemalloc.start()
+    parse_line(line)  # the floor: bytes -> text -> the parsed output string
+    _, parse_peak = tracemalloc.get_traced_memory()
+    del line
+    tracemalloc.reset_peak()
+    base, _ = tracemalloc.get_traced_memory()
+    out = io.StringIO()
+    with path.open("rb") as source:
+        code = judge_stream(source, out, Guard())
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert code == 3
+    assert lines(out.getvalue())[1]["detector"] == "repeat"
+    # reading the line (its bytes) plus parsing it, and then only small slices
+    assert peak - base < size + parse_peak + size // 8, (peak - base, parse_peak, size)

@@ -53,24 +53,31 @@ def judge_stream(source: IO[bytes], out: IO[str], guard: Guard, *, flush: bool =
     for lineno, raw in enumerate(source, 1):
         if not raw.strip():
             continue
-        try:
-            step = parse_line(raw)
-        except BadStep as exc:
-            line = {
-                "index": index,
-                "action": "invalid",
-                "detector": None,
-                "outcome": None,
-                "fingerprint": None,
-                "reason": f"line {lineno}: {exc}",
-            }
-        else:
-            verdict = guard.record(step)
-            line = verdict.to_wire(index)
-            if verdict.action is Action.STOP and verdict.detector not in ("goal", "terminated"):
-                stopped = True
+        line, stops = _judge_line(guard, raw, lineno, index)
+        del raw  # a huge line is held once at a time, never two
+        stopped = stopped or stops
         write(json.dumps(line, ensure_ascii=False) + "\n")
         if flush:
             out.flush()
         index += 1
     return EXIT_STOPPED if stopped else EXIT_OK
+
+
+def _judge_line(
+    guard: Guard, raw: bytes, lineno: int, index: int
+) -> tuple[dict[str, object], bool]:
+    """The verdict line for one input line, and whether it stopped its session."""
+    try:
+        step = parse_line(raw)
+    except BadStep as exc:
+        return {
+            "index": index,
+            "action": "invalid",
+            "detector": None,
+            "outcome": None,
+            "fingerprint": None,
+            "reason": f"line {lineno}: {exc}",
+        }, False
+    verdict = guard.record(step)
+    stops = verdict.action is Action.STOP and verdict.detector not in ("goal", "terminated")
+    return verdict.to_wire(index), stops
