@@ -51,14 +51,48 @@ _PATTERNS = [
     r"(?P<kvp>(?<![\w-])[\w.-]*" + _KEY_WORDS + r"[\"']?\s*[=:]\s*)"
     r"(?P<kv>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'}\])]+)",
 ]
-# Case matters for the shapes of provider keys (AKIA, AIza) and PEM headers.
-_RE_CASED = re.compile(_PATTERNS[0] + "|" + _PATTERNS[1], re.DOTALL)
-_RE_REST = re.compile("|".join(_PATTERNS[2:]), re.IGNORECASE)
-_QUICK = re.compile(
-    r"PRIVATE KEY|sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|glpat-|bearer|basic|://|"
-    + _KEY_WORDS,
-    re.IGNORECASE,
+_KEY_LITERALS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "api_key",
+    "api-key",
+    "apikey",
+    "access_key",
+    "access-key",
+    "accesskey",
+    "auth",
 )
+# Each rule runs only when one of its literals is in the lower-cased text: most outputs hold
+# none, and a few substring checks cost far less than the patterns. Provider keys and PEM
+# headers are matched case-sensitively (AKIA, AIza); the rest ignore case.
+_RULES: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
+    (("private key",), re.compile(_PATTERNS[0], re.DOTALL)),
+    (
+        (
+            "sk-",
+            "akia",
+            "asia",
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+            "xox",
+            "aiza",
+            "glpat-",
+        ),
+        re.compile(_PATTERNS[1]),
+    ),
+    (("bearer", "basic"), re.compile(_PATTERNS[2], re.IGNORECASE)),
+    (("@",), re.compile(_PATTERNS[3], re.IGNORECASE)),
+    (_KEY_LITERALS, re.compile(_PATTERNS[4], re.IGNORECASE)),
+    (_KEY_LITERALS, re.compile(_PATTERNS[5], re.IGNORECASE)),
+]
+_LITERALS = frozenset(literal for literals, _ in _RULES for literal in literals)
 _SENSITIVE_KEY = re.compile(
     r"password|passwd|passphrase|secret|token|api[_-]?key|apikey|credential|private[_-]?key",
     re.IGNORECASE,
@@ -87,10 +121,14 @@ def redact_text(text: str) -> str:
     Returns:
         The text, unchanged when it holds no secret.
     """
-    if not _QUICK.search(text):
+    low = text.lower()
+    present = {literal for literal in _LITERALS if literal in low}
+    if not present:
         return text
-    text = _RE_CASED.sub(_replace, text)
-    return _RE_REST.sub(_replace, text)
+    for literals, pattern in _RULES:
+        if not present.isdisjoint(literals):
+            text = pattern.sub(_replace, text)
+    return text
 
 
 def is_sensitive_key(key: str) -> bool:
