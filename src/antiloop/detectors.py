@@ -280,9 +280,23 @@ def _message_vector(embedder: Embedder, message: MessageRecord) -> array[float]:
     return message.vector
 
 
-# Calibrated goal thresholds by embedder id prefix (antiloop calibrate writes these numbers).
-GOAL_THRESHOLDS = {"ngram": 0.8, "minilm": 0.8}
-DEFAULT_GOAL_THRESHOLD = 0.8
+# Thresholds by embedder id, as ``antiloop calibrate`` chose them on the labelled set shipped in
+# tests/data/labelled (bench/RESULTS.md has the figures). An id not listed falls back on its
+# prefix ("minilm", "ngram"), then on the default.
+GOAL_THRESHOLDS = {"minilm-l6-int8": 0.19, "ngram-v1": 0.08}
+STAGNATION_THRESHOLDS = {"minilm-l6-int8": 0.84, "ngram-v1": 0.64}
+DEFAULT_GOAL_THRESHOLD = 0.5
+DEFAULT_STAGNATION_THRESHOLD = 0.95
+
+
+def _by_id(table: dict[str, float], embedder: Embedder, default: float) -> float:
+    ident = embedder.id
+    if ident in table:
+        return table[ident]
+    for known, threshold in table.items():
+        if ident.startswith(known.split("-")[0]):
+            return threshold
+    return default
 
 
 def calibrated_goal_threshold(embedder: Embedder) -> float:
@@ -290,19 +304,27 @@ def calibrated_goal_threshold(embedder: Embedder) -> float:
     value = getattr(embedder, "goal_threshold", None)
     if isinstance(value, int | float):
         return float(value)
-    ident = embedder.id
-    for prefix, threshold in GOAL_THRESHOLDS.items():
-        if ident.startswith(prefix):
-            return threshold
-    return DEFAULT_GOAL_THRESHOLD
+    return _by_id(GOAL_THRESHOLDS, embedder, DEFAULT_GOAL_THRESHOLD)
+
+
+def calibrated_stagnation_threshold(embedder: Embedder) -> float:
+    """The stagnation threshold calibrated for an embedder, by its own attribute or by its id."""
+    value = getattr(embedder, "stagnation_threshold", None)
+    if isinstance(value, int | float):
+        return float(value)
+    return _by_id(STAGNATION_THRESHOLDS, embedder, DEFAULT_STAGNATION_THRESHOLD)
 
 
 @dataclass(frozen=True, slots=True)
 class Goal(Detector):
     """The agent's message reaches the session goal: stop, outcome ``goal`` (a success).
 
-    Similarity of at least ``threshold`` is necessary, not sufficient: a message that says the
-    goal is not reached ("still not fixed", "failed to", "I will ... next") never reaches it.
+    A message equal to the goal reaches it. Otherwise similarity of at least ``threshold``
+    (None: calibrated per embedder) is necessary, not sufficient: a message that says the goal
+    is not reached ("still not fixed", "failed to", "I will ... next", "the task is") never
+    reaches it, and one that neither reports finished work nor names the goal's key terms
+    does not either (:func:`antiloop.semantic.goal_reached`). The goal is embedded once per
+    session; a message with a blocker is never embedded for this check.
     """
 
     embedder: Embedder = field(repr=False)
@@ -313,20 +335,29 @@ class Goal(Detector):
         msg, session = history.message, history.session
         if msg is None or msg.blank or session.goal is None or history.count < self.min_steps:
             return None
-        if semantic.not_reached_cue(msg.text) is not None:
+        signals = semantic.goal_signals(session.goal, msg.text)
+        if not signals.equal and signals.blocker is not None:
             return None
-        if session.goal_vector is None:
-            session.goal_vector = _vector(self.embedder, semantic.mask_digits(session.goal))
-        similarity = _cosine(_message_vector(self.embedder, msg), session.goal_vector)
         threshold = self.threshold
         if threshold is None:
             threshold = calibrated_goal_threshold(self.embedder)
-        if similarity < threshold:
+        similarity = 1.0
+        if not signals.equal:
+            if session.goal_vector is None:
+                session.goal_vector = _vector(self.embedder, semantic.mask_digits(session.goal))
+            similarity = _cosine(_message_vector(self.embedder, msg), session.goal_vector)
+        if not semantic.goal_reached(similarity, signals, threshold):
             return None
+        why = (
+            "it is the goal itself"
+            if signals.equal
+            else f"similarity {similarity:.2f} >= {threshold:.2f}, "
+            f"{signals.coverage:.0%} of the goal's key terms"
+            + (f", says {signals.completion!r}" if signals.completion else "")
+        )
         return Verdict.stop(
             "goal",
-            f"The agent's message reaches the goal (similarity {similarity:.2f} >= "
-            f"{threshold:.2f}).",
+            f"The agent's message reaches the goal ({why}).",
             hint="The goal is reached: give your final answer.",
             evidence=(msg.index,),
         )
@@ -334,16 +365,19 @@ class Goal(Detector):
 
 @dataclass(frozen=True, slots=True)
 class Stagnation(Detector):
-    """The message is more similar than ``threshold`` to each of the last ``window`` ones.
+    """The message says nothing new: it is as similar as ``threshold`` to the last ``window``.
 
     Digits are masked first; a changed number that is a measure (a failing count going down)
-    is progress, a counter (attempt 3 -> 4) is not. Three blank messages in a row stagnate too.
+    is progress, a counter (attempt 3 -> 4) is not. Recent messages weigh more than older ones
+    (a time-decayed mean, :func:`antiloop.semantic.stalled`); ``threshold`` None takes the
+    value calibrated for the embedder. Three blank messages in a row stagnate too.
     """
 
     embedder: Embedder = field(repr=False)
-    threshold: float = 0.95
+    threshold: float | None = None
     window: int = 3
     min_steps: int = 5
+    decay: float = semantic.DECAY
 
     def __call__(self, history: History) -> Verdict | None:
         msg = history.message
@@ -357,12 +391,16 @@ class Stagnation(Detector):
         previous = list(stream.messages)[-(self.window + 1) : -1]
         if len(previous) < self.window or any(p.blank for p in previous):
             return None
+        recent_first = previous[::-1]
+        if any(semantic.numbers_progress(p.text, msg.text) for p in recent_first):
+            return None
+        threshold = self.threshold
+        if threshold is None:
+            threshold = calibrated_stagnation_threshold(self.embedder)
         vec = _message_vector(self.embedder, msg)
-        for prev in previous:
-            if _cosine(vec, _message_vector(self.embedder, prev)) <= self.threshold:
-                return None
-            if semantic.numbers_progress(prev.text, msg.text):
-                return None
+        sims = [_cosine(vec, _message_vector(self.embedder, p)) for p in recent_first]
+        if not semantic.stalled(sims, [False] * len(sims), threshold, self.decay):
+            return None
         return self._verdict(history, msg, f"{self.window + 1} similar messages", self.window + 1)
 
     def _verdict(self, history: History, msg: MessageRecord, what: str, evidence: int) -> Verdict:

@@ -1,58 +1,193 @@
 """Text rules for the semantic checks: goal cues, digit masking, counters versus measures.
 
 Similarity alone cannot tell "the login bug is fixed" from "the login bug is still not fixed"
-(PROTOCOL.md section 5); these small rules give the second signals.
+(all-MiniLM-L6-v2 scores them 0.97), nor "attempt 3" from "attempt 4" (PROTOCOL.md section 5).
+These small rules give the second signals; the decisions themselves (``goal_reached``,
+``stalled``) live here too, so the detectors and ``antiloop calibrate`` judge the same way.
+
+Everything here is the standard library and pure: no embedder is called.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 _DIGITS = re.compile(r"\d+")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"[a-z][a-z0-9_']*|\d+")
+_SPACE = re.compile(r"\s+")
+_CLAUSE = re.compile(r"(?<=[.!?;:])\s+|\n+|,\s*(?=but\b|however\b|though\b|although\b)")
+_EDGE = re.compile(r"^[\W_]+|[\W_]+$")
 
-# A message that says the goal is not reached: negation, failure, intention, open work.
-_NOT_REACHED = re.compile(
-    r"\b(?:not|no\s+longer|never|cannot|can't|couldn't|isn't|aren't|wasn't|weren't|doesn't|"
-    r"didn't|won't|haven't|hasn't|unable|failed|fails|failing|still|yet\s+to|need\s+to|"
-    r"needs\s+to|have\s+to|has\s+to|will|going\s+to|about\s+to|plan\s+to|next|todo|"
-    r"let\s+me|i'll|trying|attempting|retry|unfortunately|broken|incomplete|partially|"
-    r"remaining)\b|\?",
+_STOPWORDS = frozenset(
+    """
+    a about above after again all also am an and any are as at be been before being below
+    between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its
+    itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we
+    were what when where which while who whom why will with would you your yours yourself
+    yourselves make makes made get gets got let lets please sure one two three using use
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+_SUFFIXES = ("ings", "ing", "edly", "ed", "ies", "es", "ly", "s")
+
+# Phrases that look negative but report success: neutralised before the cue search.
+_POSITIVE_PHRASES = re.compile(
+    r"\b(?:no\s+longer\s+(?:fails?|failing|crash(?:es)?|errors?|raises?|throws?|breaks?|"
+    r"hangs?|leaks?|returns?\s+\d+)|no\s+(?:more\s+)?(?:errors?|failures?|warnings?|regressions?|"
+    r"issues|problems|references|occurrences|remaining\s+\w+|other\s+(?:changes|issues))|"
+    r"nothing\s+(?:else|left|remains|more)|not\s+only|(?:previously|formerly|originally)\s+"
+    r"(?:failing|failed|broken)|(?:was|were|that\s+was|which\s+was)\s+(?:failing|broken)|"
+    r"(?:0|zero|none)\s+(?:failures?|failing|failed|errors?)|without\s+(?:any\s+)?(?:errors?|"
+    r"failures?|warnings?|problems)|still\s+(?:pass(?:es|ing)?|works?|green)|"
+    r"let\s+me\s+know|feel\s+free|if\s+you\s+(?:need|want)|nothing\s+else)\b",
     re.IGNORECASE,
 )
 
-# Words that make the next number a counter (attempt 3 -> attempt 4 is no progress).
+# Says the work is ahead: an intention, a plan, a step being taken.
+_INTENTION = re.compile(
+    r"\b(?:(?:i|we)\s+(?:will|shall|am\s+going\s+to|are\s+going\s+to|plan\s+to|intend\s+to|"
+    r"need\s+to|have\s+to|must|should|want\s+to|am\s+about\s+to|are\s+about\s+to|am\s+trying|"
+    r"are\s+trying|am\s+attempting|am\s+now|still\s+need|still\s+have)|i'll|we'll|i'm\s+going|"
+    r"i'm\s+about|i'm\s+trying|we're\s+going|i'd\s+like\s+to|let\s+me|let's|let\s+us|"
+    r"next,?\s+(?:i|we|let)|going\s+to|about\s+to|trying\s+to|attempting\s+to|todo|to\s+do:|"
+    r"in\s+progress|working\s+on|first,?\s+(?:i|we)|then\s+(?:i|we)\s+(?:will|can)|"
+    r"(?:i|we)\s+(?:still\s+)?need|needs\s+to\s+be|planning|plan\s+to|intend\s+to|"
+    r"next[.!]?$)\b"
+    r"|^\s*(?:next|now|first|then)\b(?!\s+(?:the|it|all|every|passes|works))",
+    re.IGNORECASE,
+)
+
+# Restates the task instead of reporting on it.
+_DESCRIPTION = re.compile(
+    r"\b(?:(?:the|my|our|your|this)\s+(?:task|goal|job|objective|assignment|request|aim|"
+    r"mission)\s+(?:is|was|here\s+is)|(?:i|we)\s+(?:was|were|am|are|have\s+been)\s+asked|"
+    r"(?:you|they|he|she|the\s+user|the\s+client)\s+(?:asked|want|wants|requested|need|"
+    r"needs|would\s+like)|(?:asked|told|supposed)\s+to|requested\s+(?:in|by)|"
+    r"the\s+(?:issue|problem|pr|bug\s+report|ticket|request)(?:\s+description)?\s+"
+    r"(?:says|mentions|asks|describes|is\s+that|requires|wants)|is\s+what\s+(?:i|we)\s+need|"
+    r"(?:is|was)\s+the\s+(?:goal|task|objective|aim|request|assignment)|goal\s+of\s+this|(?:should|must|needs\s+to|has\s+to|"
+    r"have\s+to|ought\s+to)\s+be\s+\w+(?:ed|en|t)|to\s+be\s+done)\b"
+    r"|^\s*(?:task|goal|objective)\s*:",
+    re.IGNORECASE,
+)
+
+# Says it did not work, is not done yet, or is only a guess: anywhere in the message.
+_NOT_DONE = re.compile(
+    r"\b(?:still|yet|unfortunately|unable|cannot|can't|couldn't|failed\s+to|fails\s+to|"
+    r"did\s+not\s+(?:work|help|fix|pass|succeed)|didn't\s+(?:work|help|fix|pass|succeed)|"
+    r"not\s+(?:yet|done|fixed|finished|working|complete|resolved)|so\s+far|partially|partly|"
+    r"stuck|blocked|unsuccessful|it\s+seems|it\s+appears|seems\s+to|appears\s+to|probably|"
+    r"perhaps|maybe|might|likely|i\s+think|i\s+suspect|i\s+guess|not\s+sure|no\s+idea|"
+    r"mysterious|unclear|timed\s+out|times\s+out|to\s+understand|to\s+find\s+out|"
+    r"to\s+figure\s+out|to\s+see\s+(?:if|whether|what|how|why|where|which)|"
+    r"(?:i|we)(?:\s+am|'m|\s+are|'re)\s+\w+ing)\b"
+    r"|^\s*(?:searching|looking|checking|examining|exploring|investigating|reading|inspecting|"
+    r"analy[sz]ing|reviewing|bisecting|debugging|profiling|trying|attempting|waiting|"
+    r"working|running)\b",
+    re.IGNORECASE,
+)
+
+# Negation and failure words: they count in a clause that names the goal or claims success.
+_NEGATIVE = re.compile(
+    r"\b(?:not|no|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|haven't|"
+    r"hasn't|hadn't|fail|fails|failed|failing|failure|failures|broken|breaks|incomplete|red|"
+    r"crash|crashes|crashed|rejected|denied|"
+    r"half|remaining|remains|left\s+to|some\s+of|except|wrong|missing|"
+    r"(?:is|are|was|were|stays|remains)\s+empty)\b",
+    re.IGNORECASE,
+)
+# Failure words: they count in any clause (a repaired "broken link" aside).
+_FAILURE = re.compile(
+    r"\b(?:fail|fails|failed|failing|failure|failures|broken|breaks|crash|crashes|"
+    r"crashed|incomplete|rejected|denied)\b",
+    re.IGNORECASE,
+)
+_CONDITION = re.compile(r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or)\b", re.IGNORECASE)
+# Negations in the past tense: after a clause reporting success they explain the cause.
+_PAST_NEGATIVE = frozenset(
+    {"was not", "were not", "wasn't", "weren't", "had not", "hadn't", "never", "did not", "didn't"}
+)
+_CORE_NEGATION = frozenset({"not", "no", "never"})
+# Where an explanation starts: the words after it describe the cause, not the outcome.
+_EXPLANATION = re.compile(
+    r"\b(?:because|caused\s+by|due\s+to|the\s+cause|the\s+reason|root\s+cause|since)\b",
+    re.IGNORECASE,
+)
+_REPAIRED = re.compile(
+    r"\b(?:fixed|repaired|removed|deleted|replaced|resolved|cleaned\s+up|handled|skipped|"
+    r"fix|fixes|remove|removes|replace|handle|handles)\s+(?:the\s+|all\s+|every\s+|any\s+|"
+    r"two\s+|three\s+|\d+\s+)?(?:\w+\s+)?$",
+    re.IGNORECASE,
+)
+_CONTRAST = re.compile(r"^\W*(?:but|however|though|although|yet)\b", re.IGNORECASE)
+_PART_OF = re.compile(r"\b(\d+)\s+(?:out\s+)?of\s+(?:the\s+|all\s+)?(\d+)\b", re.IGNORECASE)
+
+# Reports a finished piece of work.
+_COMPLETION = re.compile(
+    r"\b(?:done|fixed|resolved|solved|completed?|finished|implemented|added|created|wrote|"
+    r"written|updated|renamed|removed|deleted|migrated|upgraded|configured|set\s+up|built|"
+    r"builds|installed|deployed|merged|committed|saved|translated|refactored|replaced|"
+    r"converted|passes|pass|passed|passing|works|working|green|succeeds|succeeded|found|"
+    r"identified|located|confirmed|verified|here\s+is|here's|here\s+are|successfully|"
+    r"now|(?:is|are)\s+in\s+place|points?\s+to|because|the\s+cause|caused\s+by|"
+    r"lives\s+in|defined\s+in|is\s+in|summary|answer|result|results|redirects|returns)\b",
+    re.IGNORECASE,
+)
+
+# Words that make the next (or previous) number a counter: attempt 3 -> 4 is no progress.
 _COUNTER_WORDS = frozenset(
     {
         "attempt",
         "attempts",
         "try",
         "tries",
+        "tried",
         "retry",
         "retries",
         "retrying",
         "iteration",
+        "iterations",
         "iter",
         "step",
         "steps",
         "round",
+        "rounds",
         "pass",
         "run",
+        "runs",
         "loop",
         "cycle",
         "time",
         "times",
         "turn",
+        "turns",
         "no",
         "number",
         "n",
         "poll",
+        "polls",
         "check",
+        "checked",
         "again",
+        "epoch",
+        "trial",
+        "waited",
+        "waiting",
+        "seconds",
+        "second",
+        "minutes",
+        "elapsed",
     }
 )
-_COUNTER_BEFORE = re.compile(r"([a-z]+)\W{0,3}$", re.IGNORECASE)
+_WORD_BEFORE = re.compile(r"([a-z]+)\W{0,3}$", re.IGNORECASE)
+_WORD_AFTER = re.compile(r"^\W{0,2}([a-z]+)", re.IGNORECASE)
 
 
 def mask_digits(text: str) -> str:
@@ -60,45 +195,261 @@ def mask_digits(text: str) -> str:
     return _DIGITS.sub("0", text)
 
 
-def not_reached_cue(message: str) -> str | None:
-    """The word of ``message`` that says the goal is not reached yet, or ``None``."""
-    found = _NOT_REACHED.search(message)
-    return found.group(0) if found else None
-
-
 def is_blank(message: str) -> bool:
     """A message with nothing in it but white space."""
     return not message.strip()
 
 
-def _numbers_with_lead(text: str) -> list[tuple[str, str]]:
+def normalise(text: str) -> str:
+    """Lower-cased, white space collapsed, outer punctuation dropped: for equality tests."""
+    return _EDGE.sub("", _SPACE.sub(" ", text.lower()).strip())
+
+
+def stem(word: str) -> str:
+    """A crude stem: a common suffix dropped, then at most six letters ("fixing" -> "fix")."""
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
+    return word[:6]
+
+
+@functools.lru_cache(maxsize=512)
+def key_terms(text: str) -> frozenset[str]:
+    """The stems of the content words of ``text`` (stop words and numbers left out).
+
+    Example:
+        >>> sorted(key_terms("Fix the failing login tests"))
+        ['fail', 'fix', 'login', 'test']
+    """
+    words = (w.strip("'") for w in _WORD.findall(text.lower()))
+    return frozenset(
+        stem(w) for w in words if len(w) >= 3 and w not in _STOPWORDS and not w.isdigit()
+    )
+
+
+def coverage(goal_terms: frozenset[str], message: str) -> float:
+    """The share of the goal's key terms that ``message`` mentions (1.0 for a goal with none)."""
+    if not goal_terms:
+        return 1.0
+    return len(goal_terms & key_terms(message)) / len(goal_terms)
+
+
+def _clauses(message: str) -> list[str]:
+    return [c for c in _CLAUSE.split(message) if c and c.strip()]
+
+
+def not_reached_cue(message: str, goal: str = "") -> str | None:
+    """The words of ``message`` that say the goal is not reached yet, or ``None``.
+
+    Looks for an intention ("I will", "let me", "next"), a restatement of the task ("the task
+    is"), a question about the goal, a part count ("2 of 5"), and a negation or failure
+    ("still", "not", "failed to") in a clause that names one of the goal's key terms or
+    claims success. Phrases that report success in negative words ("no longer fails",
+    "no errors") do not count, and neither do words the goal itself uses ("the failing test").
+
+    Example:
+        >>> not_reached_cue("The login bug is still not fixed.", "The login bug is fixed.")
+        'still'
+    """
+    text = _POSITIVE_PHRASES.sub(" ", message)
+    explained = _EXPLANATION.search(text)
+    if explained:
+        text = text[: explained.start()]
+    goal_text = " ".join(_WORD.findall(goal.lower()))
+    for pattern in (_INTENTION, _DESCRIPTION, _NOT_DONE):
+        for found in pattern.finditer(text):
+            if not _in_goal(found.group(0), goal_text):
+                return found.group(0).strip()
+    for m in _PART_OF.finditer(text):
+        if int(m.group(1)) < int(m.group(2)):
+            return m.group(0)
+    terms = key_terms(goal)
+    goal_words = frozenset(_WORD.findall(goal.lower())) - _CORE_NEGATION
+    clauses = _clauses(text)
+    success_before = False
+    for clause in clauses:
+        relevant = (
+            len(clauses) == 1
+            or _CONTRAST.search(clause) is not None
+            or bool(terms & key_terms(clause))
+            or _COMPLETION.search(clause) is not None
+        )
+        past_ok = success_before and _CONTRAST.search(clause) is None
+        pattern = _NEGATIVE if relevant else _FAILURE
+        cue = _negative_in(pattern, clause, goal_words, goal_text, past_ok)
+        if cue is None and relevant and clause.rstrip().endswith("?"):
+            cue = "?"
+        if cue is not None:
+            return cue
+        success_before = success_before or _COMPLETION.search(clause) is not None
+    return None
+
+
+def _in_goal(phrase: str, goal_text: str) -> bool:
+    words = " ".join(_WORD.findall(phrase.lower()))
+    return bool(words) and f" {words} " in f" {goal_text} "
+
+
+def _negative_in(
+    pattern: re.Pattern[str],
+    clause: str,
+    goal_words: frozenset[str],
+    goal_text: str,
+    past_ok: bool,
+) -> str | None:
+    for found in pattern.finditer(clause):
+        word = found.group(0).lower()
+        if word in goal_words:
+            continue
+        following = clause[found.start() :].split()[:2]
+        if len(following) == 2 and _in_goal(" ".join(following), goal_text):
+            continue  # the goal's own words: "investigate why the job did not run"
+        if _REPAIRED.search(clause[: found.start()]):
+            continue  # the object of a repair: "fixed the broken links"
+        if _CONDITION.search(clause[: found.start()].rsplit(",", 1)[-1]):
+            continue  # a condition: "returns 503 when the query fails"
+        if past_ok:
+            before = clause[: found.start()].lower().split()[-1:]
+            pair = f"{before[0]} {word}" if before else word
+            if word in _PAST_NEGATIVE or pair in _PAST_NEGATIVE:
+                continue
+        return found.group(0)
+    return None
+
+
+def completion_cue(message: str) -> str | None:
+    """The word of ``message`` that reports finished work ("fixed", "done", "here is"), or None."""
+    found = _COMPLETION.search(message)
+    return found.group(0) if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class GoalSignals:
+    """What the text rules say about a message against the goal.
+
+    Attributes:
+        equal: the message is the goal itself (after normalising case and spaces).
+        blocker: the words saying the goal is not reached, or ``None``.
+        coverage: the share of the goal's key terms the message mentions.
+        completion: the word reporting finished work, or ``None``.
+    """
+
+    equal: bool
+    blocker: str | None
+    coverage: float
+    completion: str | None
+
+
+def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -> GoalSignals:
+    """The second signals of ``message`` against ``goal`` (``terms``: the goal's, if known)."""
+    if normalise(goal) == normalise(message):
+        return GoalSignals(True, None, 1.0, None)
+    terms = key_terms(goal) if terms is None else terms
+    return GoalSignals(
+        False, not_reached_cue(message, goal), coverage(terms, message), completion_cue(message)
+    )
+
+
+#: A message that mentions less than this share of the goal's key terms needs a completion cue.
+MIN_COVERAGE = 0.5
+#: Even with a completion cue, a message must mention this share of the goal's key terms.
+MIN_COVERAGE_CUED = 0.2
+
+
+def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> bool:
+    """The goal decision: the message equals the goal, or all of the following hold.
+
+    * similarity to the goal is at least ``threshold`` (necessary, never sufficient);
+    * no blocker: no negation, failure, intention or restatement of the task;
+    * the message mentions at least ``MIN_COVERAGE`` of the goal's key terms, or reports
+      finished work (a completion cue) and mentions at least ``MIN_COVERAGE_CUED`` of them.
+    """
+    if signals.equal:
+        return True
+    if similarity < threshold or signals.blocker is not None:
+        return False
+    if signals.coverage >= MIN_COVERAGE:
+        return True
+    return signals.completion is not None and signals.coverage >= MIN_COVERAGE_CUED
+
+
+def _numbers_with_words(text: str) -> list[tuple[str, str, str]]:
     out = []
     for m in _NUMBER.finditer(text):
-        lead = _COUNTER_BEFORE.search(text, max(0, m.start() - 24), m.start())
-        out.append((m.group(0), lead.group(1).lower() if lead else ""))
+        before = _WORD_BEFORE.search(text, max(0, m.start() - 24), m.start())
+        after = _WORD_AFTER.search(text[m.end() : m.end() + 24])
+        out.append(
+            (
+                m.group(0),
+                before.group(1).lower() if before else "",
+                after.group(1).lower() if after else "",
+            )
+        )
     return out
 
 
 def numbers_progress(before: str, after: str) -> bool:
     """True when a number that changed from ``before`` to ``after`` is a measure moving.
 
-    A number that follows a counter word (attempt, retry, iteration, step, round...) is a
-    counter: it changing is no progress. Any other changed number (a failing count, a
-    position, a percentage) is a measure: it changing is progress.
+    A number next to a counter word (attempt 3, retry 4, 5 times, iteration 6...) is a
+    counter: it changing is no progress. Any other changed number (a failing count, a line
+    position, a percentage) is a measure: it changing is progress. A different count of
+    numbers is progress too (the texts differ in more than a counter).
+
+    Example:
+        >>> numbers_progress("12 tests failing", "2 tests failing")
+        True
+        >>> numbers_progress("attempt 3: same error", "attempt 4: same error")
+        False
     """
-    a = _numbers_with_lead(before)
-    b = _numbers_with_lead(after)
+    a = _numbers_with_words(before)
+    b = _numbers_with_words(after)
     if len(a) != len(b):
         return True
-    for (num_a, lead_a), (num_b, lead_b) in zip(a, b, strict=True):
+    for (num_a, lead_a, tail_a), (num_b, _lead_b, _tail_b) in zip(a, b, strict=True):
         if num_a == num_b:
             continue
-        if lead_a in _COUNTER_WORDS or lead_b in _COUNTER_WORDS:
+        if lead_a in _COUNTER_WORDS or tail_a in _COUNTER_WORDS:
             continue
         return True
     return False
 
 
-def key_terms(text: str) -> frozenset[str]:
-    """The content words of ``text`` (lower-cased, three letters or more)."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) >= 3)
+#: Weight of a message one step older than another, in the stagnation score.
+DECAY = 0.8
+
+
+def decayed_similarity(similarities: Sequence[float], decay: float = DECAY) -> float:
+    """The weighted mean of the similarities to earlier messages, the most recent first.
+
+    The message ``k`` steps back weighs ``decay ** (k - 1)``: recent steps count more than
+    old ones, so a loop that has just begun weighs more than an old resemblance.
+    """
+    if not similarities:
+        return 0.0
+    weights = [decay**k for k in range(len(similarities))]
+    return sum(w * s for w, s in zip(weights, similarities, strict=True)) / sum(weights)
+
+
+#: No single earlier message may be less similar than the threshold minus this margin.
+FLOOR_MARGIN = 0.05
+
+
+def stalled(
+    similarities: Sequence[float],
+    progressed: Sequence[bool],
+    threshold: float,
+    decay: float = DECAY,
+) -> bool:
+    """The stagnation decision over the current message and the earlier ones (recent first).
+
+    Stalled when no earlier message is followed by progress in numbers (``progressed``), the
+    time-decayed similarity is at least ``threshold``, and none of the similarities is below
+    ``threshold - FLOOR_MARGIN``.
+    """
+    if not similarities or any(progressed):
+        return False
+    if min(similarities) < threshold - FLOOR_MARGIN:
+        return False
+    return decayed_similarity(similarities, decay) >= threshold
