@@ -19,6 +19,7 @@ from antiloop.errors import AntiloopError
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("antiloop.commands.check", "judge a stream of steps (JSON lines), one verdict each"),
     "demo": ("antiloop.commands.demo", "watch the guard stop three looping agents"),
+    "mcp-proxy": ("antiloop.commands.mcp_proxy", "guard the tool calls of an MCP server"),
     "calibrate": ("antiloop.commands.calibrate", "choose goal and stagnation thresholds"),
     "log": ("antiloop.commands.log", "the audit log: sessions, timelines, follow, export, verify"),
     "serve": ("antiloop.commands.serve", "run the HTTP API and dashboard (approvals, sessions)"),

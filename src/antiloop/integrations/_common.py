@@ -91,7 +91,7 @@ def approval_needed(policy: object, tool: str, args: Mapping[str, Any]) -> str:
 
 def denied(tool: str, decision: Decision) -> Verdict:
     """The verdict for a call a person refused (it refuses this one call)."""
-    said = f": {decision.comment}" if decision.comment else "."
+    said = f": {decision.comment.rstrip('.')}." if decision.comment else "."
     return Verdict.block(
         "approval",
         f"A person refused {tool}{said}",
