@@ -95,6 +95,31 @@ def state_per_session(events: list[Step]) -> tuple[float, float, int]:
     return current / sessions, current / max(records, 1), records
 
 
+class _Discard(io.StringIO):
+    """An output that keeps nothing, so that only the guard's memory is measured."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def long_stream(n: int, sessions: int) -> list[tuple[int, float]]:
+    """Memory held while `antiloop check` judges a long stream: (steps so far, MB) checkpoints."""
+    marks = {n * k // 4 for k in range(1, 5)}
+    seen: list[tuple[int, float]] = []
+
+    def lines() -> Any:
+        for i, event in enumerate(steps(n, sessions, seed=11), 1):
+            yield json.dumps(event).encode() + b"\n"
+            if i in marks:
+                gc.collect()
+                seen.append((i, tracemalloc.get_traced_memory()[0] / 1e6))
+
+    tracemalloc.start()
+    judge_stream(lines(), _Discard(), Guard(config=GuardConfig(embedder="ngram", mode="shadow")))
+    tracemalloc.stop()
+    return seen
+
+
 def profile(events: list[Step]) -> str:
     guard = Guard(config=GuardConfig(embedder="ngram", mode="shadow"))
     prof = cProfile.Profile()
@@ -134,6 +159,11 @@ def run(quick: bool = False) -> str:
     parse_s, check_s = check_vs_parse(lines)
     per_session, per_record, records = state_per_session(events)
     prof = profile(events[: min(20_000, n)])
+    del events
+    gc.unfreeze()
+    long_n = 100_000 if quick else 1_000_000
+    marks = long_stream(long_n, sessions)
+    growth = " → ".join(f"{mb:.1f} MB at {i:,}" for i, mb in marks)
 
     rows = [
         ("Guard.record() p50", f"{rec_p50:.1f} µs", f"{floor_p50:.1f} µs", rec_p50 / floor_p50),
@@ -174,6 +204,10 @@ Mean `record()`: {rec_mean:.1f} µs. Targets: `record()` p50 <= 15 µs and <= 3x
 State kept after the run: {per_session:,.0f} bytes per session ({records:,} window records,
 {per_record:,.0f} bytes per record, everything included: session and stream objects, windows of
 digests and readings, dictionaries). No output text is kept.
+
+Memory held while `antiloop check` judges a {long_n:,}-step stream over {sessions:,} sessions
+(tracemalloc, after a collection; the verdict lines go to a sink that keeps nothing):
+{growth}. It levels off once every session's windows are full; outputs are never kept.
 
 ### Where the time goes (cProfile, {min(20_000, n):,} `record()` calls, by own time)
 
