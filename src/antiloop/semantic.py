@@ -11,6 +11,7 @@ Everything here is the standard library and pure: no embedder is called.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ _STOPWORDS = frozenset(
     """.split()  # noqa: SIM905 - a word list reads better as text
 )
 
-_SUFFIXES = ("ings", "ing", "edly", "ed", "ies", "es", "ly", "s")
+_SUFFIXES = ("ings", "ing", "edly", "ed", "ies", "xes", "ches", "shes", "sses", "ly", "s")
 
 # Phrases that look negative but report success: neutralised before the cue search.
 _POSITIVE_PHRASES = re.compile(
@@ -115,6 +116,7 @@ _PAST_NEGATIVE = frozenset(
     {"was not", "were not", "wasn't", "weren't", "had not", "hadn't", "never", "did not", "didn't"}
 )
 _CORE_NEGATION = frozenset({"not", "no", "never"})
+_NEGATORS = frozenset({"not", "no", "never", "without", "don't", "doesn't", "avoid"})
 # Where an explanation starts: the words after it describe the cause, not the outcome.
 _EXPLANATION = re.compile(
     r"\b(?:because|caused\s+by|due\s+to|the\s+cause|the\s+reason|root\s+cause|since)\b",
@@ -209,7 +211,8 @@ def stem(word: str) -> str:
     """A crude stem: a common suffix dropped, then at most six letters ("fixing" -> "fix")."""
     for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            word = word[: -len(suffix)]
+            keep = 2 if suffix.endswith("es") and suffix != "ies" else 0
+            word = word[: len(word) - len(suffix) + keep]
             break
     return word[:6]
 
@@ -265,7 +268,9 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
         if int(m.group(1)) < int(m.group(2)):
             return m.group(0)
     terms = key_terms(goal)
-    goal_words = frozenset(_WORD.findall(goal.lower())) - _CORE_NEGATION
+    tokens = _WORD.findall(goal.lower())
+    negated = {b for a, b in itertools.pairwise(tokens) if a in _NEGATORS}
+    goal_words = frozenset(tokens) - _CORE_NEGATION - negated  # "without breaking": not exempt
     clauses = _clauses(text)
     success_before = False
     for clause in clauses:
@@ -298,9 +303,10 @@ def _negative_in(
     goal_text: str,
     past_ok: bool,
 ) -> str | None:
+    goal_stems = frozenset(stem(w) for w in goal_words)
     for found in pattern.finditer(clause):
         word = found.group(0).lower()
-        if word in goal_words:
+        if word in goal_words or stem(word) in goal_stems:
             continue
         following = clause[found.start() :].split()[:2]
         if len(following) == 2 and _in_goal(" ".join(following), goal_text):
