@@ -12,19 +12,24 @@ from antiloop.fingerprint import parse
 
 
 def test_demo_json_stops_every_agent_with_a_fingerprint():
-    """Four scenes, four stops: equivalent grep, same failing tests, no-op edit, A-B cycle."""
+    """Six scenes, six stops: four loops, then one goal reached and one stalled run."""
     out = io.StringIO()
     assert run_demo(as_json=True, out=out) == 0
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     summary = rows[-1]["summary"]
-    assert summary["stopped"] == summary["scenes"] == 4
+    assert summary["stopped"] == summary["scenes"] == 6
     stops = [r for r in rows[:-1] if r["verdict"]["action"] == "stop"]
     assert [(r["agent"], r["step"], r["verdict"]["detector"]) for r in stops] == [
         ("explorer", 1, "repeat"),
         ("qa-validator", 1, "repeat"),
         ("code-writer", 2, "repeat"),
         ("explorer", 3, "cycle"),
+        ("qa-validator", 4, "goal"),
+        ("explorer", 4, "stagnation"),
     ]
+    assert stops[4]["verdict"]["outcome"] == "goal"
+    assert parse(stops[5]["verdict"]["fingerprint"]).operation == "stagnation"
+    stops = stops[:4]
     ops = [parse(r["verdict"]["fingerprint"]).operation for r in stops]
     assert ops == ["grep", "test", "edit", "cycle"]
     results = [parse(r["verdict"]["fingerprint"]).result for r in stops]

@@ -108,6 +108,54 @@ SCENES = (
             Call("Grep", {"pattern": "JUMP_HEIGHT", "path": "game"}, "Where is it used?"),
         ),
     ),
+    Scene(
+        "qa-validator",
+        "demo-5-qa",
+        "Make the jump tests pass.",
+        "checks the tests, the code and the config, then reports the goal reached: a success",
+        (
+            Call("Read", {"file_path": "tests/test_player.py"}, "Reading the jump tests first."),
+            Call("Read", {"file_path": "game/player.py"}, "Reading how the player jumps."),
+            Call("Read", {"file_path": "game/config.py"}, "Checking the jump height."),
+            Call("Grep", {"pattern": "JUMP_HEIGHT", "path": "game"}, "Looking for other uses."),
+            Call(
+                "Bash",
+                {"command": f"{TESTS} -p 'test_*.py'"},
+                "The jump tests pass now: the jump height is 2, as they expect.",
+            ),
+        ),
+    ),
+    Scene(
+        "explorer",
+        "demo-6-explorer",
+        "Find where the jump sound is played.",
+        "reads file after file and keeps saying the same thing: stalled",
+        (
+            Call(
+                "Read", {"file_path": "README.md"}, "Attempt 1: no jump sound here; still looking."
+            ),
+            Call(
+                "Read",
+                {"file_path": "game/player.py"},
+                "Attempt 2: no jump sound here; still looking.",
+            ),
+            Call(
+                "Read",
+                {"file_path": "game/config.py"},
+                "Attempt 3: no jump sound here; still looking.",
+            ),
+            Call(
+                "Read",
+                {"file_path": "game/__init__.py"},
+                "Attempt 4: no jump sound here; still looking.",
+            ),
+            Call(
+                "Read",
+                {"file_path": "tests/__init__.py"},
+                "Attempt 5: no jump sound here; still looking.",
+            ),
+        ),
+    ),
 )
 
 
@@ -169,9 +217,9 @@ def run_demo(*, as_json: bool = False, color: str = "auto", out: Any = None) -> 
         out.write(json.dumps({"summary": summary}) + "\n")
     else:
         out.write(
-            f"\n{paint('Done', 'bold')}: {len(stops)} of {len(SCENES)} agents stopped at their "
-            "second repetition. Each fingerprint is the same on every machine; search your "
-            "logs for it.\n"
+            f"\n{paint('Done', 'bold')}: {len(stops)} of {len(SCENES)} runs stopped: the loops at "
+            "their second repetition, one run by its goal reached, one stalled. Each fingerprint "
+            "is the same on every machine; search your logs for it.\n"
         )
     return 0
 
