@@ -86,6 +86,7 @@ def _backends(tmp: Path) -> list[tuple[str, str | None, dict[str, Any]]]:
         ("memory (no audit: the library default)", "memory://", {"audit": False}),
         ("memory + audit log", "memory://", {"audit": True}),
         ("sqlite (WAL, synchronous=NORMAL)", f"sqlite:///{tmp / 'bench.db'}", {}),
+        ("sqlite without the audit log", f"sqlite:///{tmp / 'bench2.db'}", {"audit": False}),
     ]
     out.append(
         ("redis", f"redis://127.0.0.1:6379/0?prefix=antiloop-bench-{tag}", {})
@@ -211,7 +212,8 @@ Workload: {n:,} steps over {sessions} interleaved sessions (`bench/workload.py`,
 2 KB), a guard in shadow mode (every step judged) with the audit log on for every persistent store:
 each step is one atomic transaction that loads the session, judges, saves it and appends a
 redacted, hash-chained audit record. All in one process, one store object, servers on
-127.0.0.1. Ratios are to the memory store's p50 in the same run.
+127.0.0.1. Ratios are to the memory store's p50 in the same run; the machine is shared (2 cores,
+other work running), so compare ratios within one run rather than absolute figures across runs.
 
 | backend | p50 µs | p99 µs | mean µs | p50 vs memory | notes |
 |---|---:|---:|---:|---:|---|
