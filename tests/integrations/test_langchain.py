@@ -121,7 +121,7 @@ def test_block_mode_refuses_the_repeat_without_running_the_tool():
     assert out["messages"][-1].content == "done"
 
 
-def approval_agent(ran: list[str], saver: InMemorySaver) -> Any:
+def approval_agent(ran: list[str], saver: InMemorySaver, guard: Guard | None = None) -> Any:
     @tool
     def delete_file(path: str) -> str:
         """Delete a file."""
@@ -129,7 +129,7 @@ def approval_agent(ran: list[str], saver: InMemorySaver) -> Any:
         return f"deleted {path}"
 
     model = ScriptedChatModel(messages=script("delete_file", {"path": "a.txt"}, 1))
-    middleware = AntiloopMiddleware(needs_approval=lambda tool, args: tool == "delete_file")
+    middleware = AntiloopMiddleware(guard, needs_approval=lambda tool, args: tool == "delete_file")
     return create_agent(model, [delete_file], middleware=[middleware], checkpointer=saver)
 
 
@@ -151,9 +151,10 @@ def test_approval_interrupts_and_resume_runs_the_tool():
 
 
 def test_refused_approval_answers_the_model_with_the_comment():
-    """A refusal skips the tool and tells the model the person's reason."""
+    """A refusal skips the tool, tells the model the reason, and goes to the audit log."""
     ran: list[str] = []
-    agent = approval_agent(ran, InMemorySaver())
+    guard = Guard()
+    agent = approval_agent(ran, InMemorySaver(), guard)
     config = {"configurable": {"thread_id": "t-refuse"}}
     agent.invoke({"messages": [{"role": "user", "content": "rm"}]}, config, version="v2")
     done = agent.invoke(
@@ -164,6 +165,8 @@ def test_refused_approval_answers_the_model_with_the_comment():
     assert result.status == "error"
     assert "keep it" in result.content
     assert result.response_metadata["antiloop"]["detector"] == "approval"
+    (record,) = [r for r in guard.store.audit_records("t-refuse") if r.kind == "approval"]
+    assert (record.tool, record.detector) == ("delete_file", "approval")
 
 
 def test_ask_verdict_pauses_before_the_next_model_call_and_resumes():
