@@ -37,6 +37,7 @@ typecheck: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/pytest
+	$(BIN)/pytest -q -p no:cacheprovider --doctest-modules src/antiloop --ignore=src/antiloop/demo/project
 
 conformance: $(STAMP)
 	../shared/conformance/run
