@@ -19,6 +19,7 @@ SUITES = {
     "scan": "bench.scan",
     "serve": "bench.serve",
     "stores": "bench.stores",
+    "termination": "bench.termination",
 }
 
 
