@@ -27,6 +27,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "approve": ("antiloop.commands.approve", "approve a pending request (--list shows them)"),
     "deny": ("antiloop.commands.approve", "deny a pending request, with -m for the agent"),
     "scan": ("antiloop.commands.scan", "find the loops in recorded agent runs, and what they cost"),
+    "hook": ("antiloop.commands.hook", "answer a coding agent's hook event (JSON on stdin)"),
+    "install": ("antiloop.commands.install", "add antiloop's hooks to Claude Code, Gemini, Codex"),
+    "doctor": ("antiloop.commands.doctor", "check an installation of the hooks end to end"),
 }
 
 

@@ -1,0 +1,44 @@
+"""``antiloop hook <agent>``: answer one hook event of a coding agent (JSON on stdin).
+
+    antiloop hook claude-code     # Claude Code: every event of antiloop install claude-code
+    antiloop hook gemini          # Gemini CLI: BeforeTool, AfterTool, BeforeAgent, AfterAgent...
+    antiloop hook codex           # Codex CLI: PreToolUse, PostToolUse, UserPromptSubmit, Stop...
+
+The process always answers by its deadline with exit 0 (or 2 under ``ANTILOOP_FAIL=closed``
+when the input cannot be read); see ``antiloop.hooks.runner``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``antiloop hook``."""
+    parser.add_argument(
+        "agent", metavar="AGENT", help="the agent calling: claude-code, gemini or codex"
+    )
+    parser.add_argument("--config", help="antiloop.toml or JSON ([guard], [approval], [hooks])")
+    parser.set_defaults(handler=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Read stdin, answer, and exit at once if the deadline left the work running."""
+    from antiloop.hooks.runner import run_hook
+
+    stdin = sys.stdin
+    data = b"" if stdin is None or stdin.isatty() else stdin.buffer.read()
+    answer = run_hook(ns.agent, data, config_path=ns.config)
+    try:
+        sys.stdout.write(answer.stdout)
+        sys.stdout.flush()
+        if answer.stderr:
+            sys.stderr.write(answer.stderr)
+            sys.stderr.flush()
+    except OSError:
+        pass
+    if not answer.finished:
+        os._exit(answer.code)  # the worker may hold a lock: leave it to the OS
+    return answer.code

@@ -1,0 +1,247 @@
+"""``antiloop doctor``: check a hook installation end to end.
+
+For each installation found (or named): the settings file parses; our entries are there for
+every event, and hooks are not switched off; the command resolves to an executable; a dry run
+of the command, exactly as the agent runs it (through the shell, JSON on stdin), answers a
+PreToolUse and then stops a repeated PostToolUse with a fingerprint, against a throw-away
+store; the real store (``ANTILOOP_STORE``) is writable; the hook config parses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from antiloop.errors import ConfigError
+from antiloop.hooks import installer
+
+__all__ = ["Check", "diagnose", "dry_run_payloads", "installations"]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One finding: ``ok`` True (fine), False (broken) or None (a warning)."""
+
+    name: str
+    ok: bool | None
+    detail: str
+
+    def line(self) -> str:
+        """The finding as one line of the report."""
+        mark = {True: "ok  ", False: "FAIL", None: "warn"}[self.ok]
+        return f"  {mark} {self.name}: {self.detail}"
+
+
+def installations(
+    cwd: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+) -> list[tuple[str, Path]]:
+    """(agent, settings file) of every installation of antiloop's hooks found."""
+    found = []
+    for agent in installer.AGENTS:
+        scopes = ("user", "project", "local") if agent == "claude-code" else ("user", "project")
+        for scope in scopes:
+            path = installer.settings_path(agent, scope, cwd=cwd, env=env)
+            try:
+                _, data = installer._read(path)
+            except ConfigError:
+                found.append((agent, path))
+                continue
+            if installer.find_ours(data, agent):
+                found.append((agent, path))
+    return found
+
+
+def dry_run_payloads(agent: str, session: str, cwd: str) -> list[dict[str, Any]]:
+    """A harmless PreToolUse, then the same PostToolUse twice (the second is a repeat)."""
+    if agent == "gemini":
+        pre = {"hook_event_name": "BeforeTool", "tool_name": "read_file"}
+        post = {
+            "hook_event_name": "AfterTool",
+            "tool_name": "read_file",
+            "tool_response": {"llmContent": "doctor\n", "returnDisplay": ""},
+        }
+        args = {"file_path": f"{cwd}/antiloop-doctor.txt"}
+    else:
+        pre = {"hook_event_name": "PreToolUse", "tool_name": "Read"}
+        post = {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_response": {"type": "text", "file": {"content": "doctor\n"}},
+        }
+        args = {"file_path": f"{cwd}/antiloop-doctor.txt"}
+        if agent == "codex":
+            pre["tool_name"] = post["tool_name"] = "Bash"
+            args = {"command": "cat antiloop-doctor.txt"}
+            post["tool_response"] = "doctor\n"
+    base = {"session_id": session, "cwd": cwd, "transcript_path": None}
+    return [
+        {**base, **pre, "tool_input": args},
+        {**base, **post, "tool_input": args, "tool_use_id": "doctor-1"},
+        {**base, **post, "tool_input": args, "tool_use_id": "doctor-2"},
+    ]
+
+
+def diagnose(
+    agent: str,
+    path: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    run: bool = True,
+) -> list[Check]:
+    """Check one installation; returns the findings in order."""
+    env = dict(os.environ if env is None else env)
+    checks: list[Check] = []
+    try:
+        raw, data = installer._read(path)
+    except ConfigError as exc:
+        return [Check("settings", False, str(exc))]
+    if raw is None:
+        return [Check("settings", False, f"{path} does not exist (antiloop install {agent})")]
+    checks.append(Check("settings", True, f"{path} parses"))
+    ours = installer.find_ours(data, agent)
+    wanted = list(installer.EVENTS[agent])
+    missing = [e for e in wanted if e not in ours]
+    doubled = [e for e, hs in ours.items() if len(hs) > 1]
+    if not ours:
+        checks.append(Check("entries", False, f"no antiloop hooks (antiloop install {agent})"))
+        return checks
+    if missing:
+        checks.append(Check("entries", False, f"missing for {', '.join(missing)}: reinstall"))
+    elif doubled:
+        checks.append(Check("entries", None, f"more than one antiloop hook on {doubled}"))
+    else:
+        checks.append(Check("entries", True, f"all {len(wanted)} events: {', '.join(wanted)}"))
+    checks.extend(_switches(agent, data))
+    commands = sorted({h["command"] for hs in ours.values() for h in hs})
+    command = commands[0]
+    if len(commands) > 1:
+        checks.append(Check("command", None, f"{len(commands)} different commands: {commands}"))
+    resolved = _resolve(command)
+    checks.append(resolved)
+    if run and resolved.ok:
+        checks.append(_dry_run(agent, command, env, cwd or str(Path.cwd())))
+    checks.append(_store(env))
+    checks.append(_config(env, cwd))
+    return checks
+
+
+def _switches(agent: str, data: Mapping[str, Any]) -> list[Check]:
+    if agent == "claude-code" and data.get("disableAllHooks") is True:
+        return [Check("switch", False, '"disableAllHooks": true turns every hook off')]
+    if agent == "gemini":
+        cfg = data.get("hooksConfig")
+        if isinstance(cfg, dict) and cfg.get("enabled") is False:
+            return [Check("switch", False, '"hooksConfig": {"enabled": false} turns hooks off')]
+        disabled = cfg.get("disabled") if isinstance(cfg, dict) else None
+        if isinstance(disabled, list) and "antiloop" in disabled:
+            return [Check("switch", False, 'hooksConfig.disabled lists "antiloop"')]
+    return []
+
+
+def _resolve(command: str) -> Check:
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        return Check("command", False, f"{command!r} does not parse as a shell line: {exc}")
+    if not argv:
+        return Check("command", False, "the command is empty")
+    program = argv[0]
+    where = shutil.which(program) if os.sep not in program else program
+    if where is None or not os.access(where, os.X_OK) or not Path(where).is_file():
+        return Check("command", False, f"{program} is not an executable file (reinstall)")
+    return Check("command", True, f"{command}")
+
+
+def _dry_run(agent: str, command: str, env: Mapping[str, str], cwd: str) -> Check:
+    session = f"antiloop-doctor-{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory(prefix="antiloop-doctor-") as tmp:
+        run_env = {**env, "ANTILOOP_STORE": f"sqlite:///{Path(tmp, 'doctor.db')}"}
+        run_env.pop("ANTILOOP_FAIL", None)
+        answers: list[str] = []
+        took: list[float] = []
+        for payload in dry_run_payloads(agent, session, tmp):
+            started = time.perf_counter()
+            try:
+                proc = subprocess.run(  # noqa: S602 - the agent runs the command through a shell
+                    command,
+                    shell=True,
+                    input=json.dumps(payload).encode(),
+                    capture_output=True,
+                    env=run_env,
+                    cwd=tmp,
+                    timeout=60,
+                    check=False,
+                )
+            except subprocess.TimeoutExpired:
+                return Check("dry run", False, "the hook gave no answer within 60 s")
+            took.append((time.perf_counter() - started) * 1000)
+            out = proc.stdout.decode("utf-8", "replace").strip()
+            err = proc.stderr.decode("utf-8", "replace").strip()
+            if proc.returncode != 0:
+                return Check(
+                    "dry run",
+                    False,
+                    f"{payload['hook_event_name']} exited {proc.returncode}: {err or out}",
+                )
+            if out:
+                try:
+                    json.loads(out)
+                except ValueError:
+                    return Check("dry run", False, f"the answer is not JSON: {out[:200]}")
+            answers.append(out)
+    if answers[0]:
+        return Check("dry run", False, f"a harmless call got an answer: {answers[0][:200]}")
+    if "AGENT::" not in answers[2]:
+        return Check(
+            "dry run", False, f"a repeated call was not stopped: {answers[2][:200] or '(nothing)'}"
+        )
+    mean = sum(took) / len(took)
+    return Check(
+        "dry run",
+        True,
+        f"3 invocations as the agent runs them: the repeat is stopped "
+        f"with its fingerprint ({mean:.0f} ms each)",
+    )
+
+
+def _store(env: Mapping[str, str]) -> Check:
+    from antiloop.hooks.runner import store_url
+    from antiloop.stores import open_store
+
+    url = store_url(env)
+    session = f"antiloop-doctor-{uuid.uuid4().hex[:8]}"
+    try:
+        store = open_store(url)
+        try:
+            with store.transaction(session) as state:
+                state.steps += 0
+            store.forget(session)
+        finally:
+            store.close()
+    except Exception as exc:
+        return Check("store", False, f"{url}: {exc}")
+    return Check("store", True, f"{url} is writable")
+
+
+def _config(env: Mapping[str, str], cwd: str | None) -> Check:
+    from antiloop.hooks.config import load_hook_config
+
+    try:
+        config = load_hook_config(None, env, cwd)
+        config.guard_config()
+        config.approval_policy()
+    except Exception as exc:
+        return Check("config", False, str(exc))
+    where = config.source or "none found: the defaults"
+    return Check("config", True, f"{where} (approval {config.approval}, fail {config.fail})")
