@@ -135,7 +135,7 @@ class Repeat(Detector):
         if same is None:
             return None
         window = history.stream.window
-        evidence = tuple(r.index for r in list(window)[-self.threshold :])
+        evidence = tuple(r.index for r in window[-self.threshold :])
         fp = fingerprint.build(history.agent, rec.operation, rec.context, same.label, same.digest)
         times = "twice" if self.threshold == 2 else f"{self.threshold} times"
         return Verdict.stop(
@@ -388,7 +388,7 @@ class Stagnation(Detector):
             if stream.blanks < 3:
                 return None
             return self._verdict(history, msg, "3 blank messages", evidence=3)
-        previous = list(stream.messages)[-(self.window + 1) : -1]
+        previous = stream.messages[-(self.window + 1) : -1]
         if len(previous) < self.window or any(p.blank for p in previous):
             return None
         recent_first = previous[::-1]
@@ -404,7 +404,7 @@ class Stagnation(Detector):
         return self._verdict(history, msg, f"{self.window + 1} similar messages", self.window + 1)
 
     def _verdict(self, history: History, msg: MessageRecord, what: str, evidence: int) -> Verdict:
-        recent = list(history.stream.messages)[-evidence:]
+        recent = history.stream.messages[-evidence:]
         fp = fingerprint.build(
             history.agent, "stagnation", msg.masked, what, fingerprint.digest8(msg.masked)
         )

@@ -17,7 +17,6 @@ import json
 import logging
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
@@ -368,9 +367,7 @@ class Guard:
         agent = step.agent.lower()
         stream = state.streams.get(agent)
         if stream is None:
-            stream = state.streams[agent] = StreamState(
-                deque(maxlen=self._window), deque(maxlen=self._messages)
-            )
+            stream = state.streams[agent] = StreamState([], [])
         index = state.steps - 1
         proc = procedure_of(step.tool, step.args, step.paths, step.cwd)
         tool = step.tool.lower()
@@ -394,7 +391,10 @@ class Guard:
                 semantic.is_blank(step.message),
             )
             stream.blanks = stream.blanks + 1 if message.blank else 0
-            stream.messages.append(message)
+            messages = stream.messages
+            messages.append(message)
+            if len(messages) > self._messages:
+                del messages[0]
         return History(step, record, proc, stream, state, message)
 
     def _record_of(
@@ -425,6 +425,8 @@ class Guard:
         )
         stream.run = stream.run + 1 if same and same[0] is not None else 1
         window.append(record)
+        if len(window) > self._window:
+            del window[0]
         return record
 
     def _allowed(self, tool: str, proc: Procedure) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 from array import array
-from collections import deque
 from dataclasses import dataclass, field
 
 from antiloop.canonical import Procedure
@@ -64,10 +63,14 @@ class MessageRecord:
 
 @dataclass(slots=True)
 class StreamState:
-    """The remembered state of one (session, agent) stream."""
+    """The remembered state of one (session, agent) stream.
 
-    window: deque[StepRecord]
-    messages: deque[MessageRecord]
+    ``window`` and ``messages`` are plain lists that the guard keeps to their bounds (a deque
+    costs half a kilobyte even when nearly empty, and most streams are short).
+    """
+
+    window: list[StepRecord]
+    messages: list[MessageRecord]
     run: int = 0
     fail_tool: str = ""
     fails: int = 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections import deque
 
 import pytest
 from hypothesis import given, settings
@@ -48,8 +47,8 @@ messages = st.builds(MessageRecord, st.integers(0, 10**6), text, text, st.boolea
 def streams(draw: st.DrawFn) -> StreamState:
     window_max = draw(st.none() | st.integers(1, 8))
     message_max = draw(st.none() | st.integers(1, 5))
-    window = deque(draw(st.lists(step_records, max_size=8)), maxlen=window_max)
-    msgs = deque(draw(st.lists(messages, max_size=5)), maxlen=message_max)
+    window = draw(st.lists(step_records, max_size=window_max))
+    msgs = draw(st.lists(messages, max_size=message_max))
     return StreamState(
         window,
         msgs,
@@ -86,12 +85,9 @@ states = st.builds(
 @settings(max_examples=300, deadline=None)
 @given(states)
 def test_round_trip_keeps_every_field(state: SessionState) -> None:
-    """decode(encode(state)) equals the state, deque bounds included."""
+    """decode(encode(state)) equals the state."""
     back = decode_state(encode_state(state))
     assert back == state
-    for agent, stream in state.streams.items():
-        assert back.streams[agent].window.maxlen == stream.window.maxlen
-        assert back.streams[agent].messages.maxlen == stream.messages.maxlen
 
 
 def test_surrogates_nan_and_a_real_guard_state_survive() -> None:
@@ -109,9 +105,7 @@ def test_surrogates_nan_and_a_real_guard_state_survive() -> None:
     )
     back = decode_state(
         encode_state(
-            SessionState(
-                streams={"a": StreamState(deque([StepRecord(0, "t", "o", "p", "c", odd)]), deque())}
-            )
+            SessionState(streams={"a": StreamState([StepRecord(0, "t", "o", "p", "c", odd)], [])})
         )
     )
     got = back.streams["a"].window[0].readings

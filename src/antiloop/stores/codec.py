@@ -6,13 +6,13 @@ executable; five times faster than JSON here, and read by every Python 3 since 3
 
     (steps, goal, goal_vector, ((agent, stream), ...), ended)
 
-A stream is ``(window_maxlen, (step, ...), messages_maxlen, (message, ...), run, fail_tool,
+A stream is ``(window_len, (step, ...), messages_len, (message, ...), run, fail_tool,
 fails, fail_steps, blanks, ((digest, fingerprint), ...))``; a step ``(index, tool, operation,
 procedure, context, readings, same_as)``; readings are their ten fields in order; a vector is
 ``(typecode, its little-endian bytes)``; a verdict ``(action, detector, outcome, fingerprint,
-reason, hint, evidence, escalate_to)``. The deques keep their ``maxlen``, so the windows stay
-bounded after a round trip. Readings are immutable and repeat from step to step (a window is
-mostly the previous one), so decoded ones are memoised.
+reason, hint, evidence, escalate_to)``. The guard keeps the windows to their
+bounds. Readings are immutable and repeat from step to step (a window is mostly the previous
+one), so decoded ones are memoised.
 
 Example:
     >>> from antiloop.history import SessionState
@@ -25,7 +25,6 @@ from __future__ import annotations
 import marshal
 import sys
 from array import array
-from collections import deque
 from typing import Any
 
 from antiloop.errors import StoreError
@@ -138,9 +137,9 @@ def _step_in(d: tuple[Any, ...]) -> StepRecord:
 
 def _stream_out(s: StreamState) -> tuple[Any, ...]:
     return (
-        s.window.maxlen,
+        len(s.window),
         tuple([_step_out(r) for r in s.window]),
-        s.messages.maxlen,
+        len(s.messages),
         tuple([(m.index, m.text, m.masked, m.blank, _vec_out(m.vector)) for m in s.messages]),
         s.run,
         s.fail_tool,
@@ -152,10 +151,8 @@ def _stream_out(s: StreamState) -> tuple[Any, ...]:
 
 
 def _stream_in(d: tuple[Any, ...]) -> StreamState:
-    window = deque([_step_in(r) for r in d[1]], maxlen=d[0])
-    messages = deque(
-        [MessageRecord(m[0], m[1], m[2], m[3], _vec_in(m[4])) for m in d[3]], maxlen=d[2]
-    )
+    window = [_step_in(r) for r in d[1]]
+    messages = [MessageRecord(m[0], m[1], m[2], m[3], _vec_in(m[4])) for m in d[3]]
     return StreamState(window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]))
 
 
