@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from typing import Any
 
 __all__ = [
@@ -39,6 +39,89 @@ __all__ = [
     "pattern_words",
     "procedure_of",
 ]
+
+
+def _source(pattern: str, flags: int = 0) -> tuple[str, int]:
+    """A pattern's source and flags, compiled by ``_Patterns`` on first use."""
+    return pattern, flags
+
+
+class _Patterns:
+    """The regular expressions, each compiled on first use (a hook process reads one step).
+
+    After its first use a pattern is a plain instance attribute.
+    """
+
+    @cached_property
+    def tool_chars(self) -> re.Pattern[str]:
+        return re.compile(*_TOOL_CHARS_SRC)
+
+    @cached_property
+    def trailing_ws(self) -> re.Pattern[str]:
+        return re.compile(*_TRAILING_WS_SRC)
+
+    @cached_property
+    def url(self) -> re.Pattern[str]:
+        return re.compile(*_URL_SRC)
+
+    @cached_property
+    def word_run(self) -> re.Pattern[str]:
+        return re.compile(*_WORD_RUN_SRC)
+
+    @cached_property
+    def regex_noise(self) -> re.Pattern[str]:
+        return re.compile(*_REGEX_NOISE_SRC)
+
+    @cached_property
+    def case_split(self) -> re.Pattern[str]:
+        return re.compile(*_CASE_SPLIT_SRC)
+
+    @cached_property
+    def plain_run(self) -> re.Pattern[str]:
+        return re.compile(*_PLAIN_RUN_SRC)
+
+    @cached_property
+    def quoted_words(self) -> re.Pattern[str]:
+        return re.compile(*_QUOTED_WORDS_SRC)
+
+    @cached_property
+    def not_quoted_words(self) -> re.Pattern[str]:
+        return re.compile(*_NOT_QUOTED_WORDS_SRC)
+
+    @cached_property
+    def simple_command(self) -> re.Pattern[str]:
+        return re.compile(*_SIMPLE_COMMAND_SRC)
+
+    @cached_property
+    def digits(self) -> re.Pattern[str]:
+        return re.compile(*_DIGITS_SRC)
+
+    @cached_property
+    def assign(self) -> re.Pattern[str]:
+        return re.compile(*_ASSIGN_SRC)
+
+    @cached_property
+    def python(self) -> re.Pattern[str]:
+        return re.compile(*_PYTHON_SRC)
+
+    @cached_property
+    def ext(self) -> re.Pattern[str]:
+        return re.compile(*_EXT_SRC)
+
+    @cached_property
+    def not_pathy(self) -> re.Pattern[str]:
+        return re.compile(*_NOT_PATHY_SRC)
+
+    @cached_property
+    def sed_script(self) -> re.Pattern[str]:
+        return re.compile(*_SED_SCRIPT_SRC)
+
+    @cached_property
+    def safe_word(self) -> re.Pattern[str]:
+        return re.compile(*_SAFE_WORD_SRC)
+
+
+_RX = _Patterns()
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +192,7 @@ _EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
 _EDITOR_TEXT_KEYS = ("old_str", "new_str", "file_text", "insert_line", "content")
 _NOT_RUNS = frozenset({"grep", "read", "edit", "list", "search", "fetch"})
 _RANK = {"bash": 0, "read": 1, "list": 2, "grep": 3, "edit": 4, "build": 5, "test": 6}
-_TOOL_CHARS = re.compile(r"[^a-z0-9._-]")
+_TOOL_CHARS_SRC = _source(r"[^a-z0-9._-]")
 
 # Argument keys that are the agent's commentary, not parameters of the call.
 _COMMENTARY = frozenset(
@@ -137,14 +220,14 @@ def operation_of_tool(tool: str) -> str | None:
     op = _TABLE.get(low)
     if op is not None:
         return op
-    return _TOOL_CHARS.sub("-", low)
+    return _RX.tool_chars.sub("-", low)
 
 
 # --------------------------------------------------------------------------------------------
 # 3.2 JSON forms, multi-line bodies, paths, pattern words
 # --------------------------------------------------------------------------------------------
 
-_TRAILING_WS = re.compile(r"[ \t\r\f\v]+(?=\n|\Z)")
+_TRAILING_WS_SRC = _source(r"[ \t\r\f\v]+(?=\n|\Z)")
 
 
 def _lines(text: str) -> str:
@@ -263,7 +346,7 @@ def _context_json(canon: dict[str, Any]) -> str:
     return _dumps(canon)
 
 
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_URL_SRC = _source(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 @lru_cache(maxsize=4096)
@@ -278,7 +361,7 @@ def canonical_path(path: str, cwd: str | None = None) -> str | None:
         ('src/app', 'src', None)
     """
     p = path.strip()
-    if not p or "..." in p or _URL.match(p):
+    if not p or "..." in p or _RX.url.match(p):
         return None
     absolute = p.startswith("/")
     if "/" in p or p.startswith("."):
@@ -300,14 +383,14 @@ def canonical_path(path: str, cwd: str | None = None) -> str | None:
     return p
 
 
-_WORD_RUN = re.compile(r"[^\W_]+|\|")
-_REGEX_NOISE = re.compile(
+_WORD_RUN_SRC = _source(r"[^\W_]+|\|")
+_REGEX_NOISE_SRC = _source(
     r"\\."  # escapes: \b \s \w \d vanish, and so do escaped punctuation marks (\[ \.)
     r"|\[\^?\]?(?:\[:[a-z]+:\]|[^\]])*\]"  # bracket classes, with POSIX classes inside
     r"|\{\d*(?:,\d*)?\}"  # counted repetition {2,3}
     r"|\(\?[A-Za-z-]*\)"  # inline flags (?i)
 )
-_CASE_SPLIT = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_CASE_SPLIT_SRC = _source(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def _noise(m: re.Match[str]) -> str:
@@ -317,7 +400,7 @@ def _noise(m: re.Match[str]) -> str:
 
 def _split_case(run: str) -> list[str]:
     if run.isascii():
-        return _CASE_SPLIT.sub(" ", run).split()
+        return _RX.case_split.sub(" ", run).split()
     words: list[str] = []
     start = 0
     for i in range(1, len(run)):
@@ -344,12 +427,12 @@ def pattern_words(pattern: str) -> str:
         ('double jump', 'http server | foo bar')
     """
     text = (
-        _REGEX_NOISE.sub(_noise, pattern)
+        _RX.regex_noise.sub(_noise, pattern)
         if ("\\" in pattern or "[" in pattern or "{" in pattern or "(?" in pattern)
         else pattern
     )
     words: list[str] = []
-    for run in _WORD_RUN.findall(text):
+    for run in _RX.word_run.findall(text):
         if run == "|" or run.islower() or run.isdigit():
             words.append(run)
         else:
@@ -372,19 +455,23 @@ _REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<>",
 _INPUTS = ("<<<", "<<-", "<<", "<", "0<")
 _WRITES = frozenset({"&>>", "&>", ">>", ">|", ">", "<>"})
 _META = " \t\r\n;&|<>()"
-_PLAIN_RUN = re.compile(r"[^\s;&|<>()'\"\\$`]+")
-_SIMPLE_COMMAND = re.compile(r"[A-Za-z0-9_./=:@%+,*?~^-]+(?: +[A-Za-z0-9_./=:@%+,*?~^-]+)*")
-_DIGITS = re.compile(r"\d+")
+_PLAIN_RUN_SRC = _source(r"[^\s;&|<>()'\"\\$`]+")
+_QUOTED_WORDS_SRC = _source(r"(?:[^\s']+|'[^']*')+")
+_NOT_QUOTED_WORDS_SRC = _source(r"[\"\\$`;&|<>()#\n\r]")
+_SIMPLE_COMMAND_SRC = _source(r"[A-Za-z0-9_./=:@%+,*?~^-]+(?: +[A-Za-z0-9_./=:@%+,*?~^-]+)*")
+_DIGITS_SRC = _source(r"\d+")
 
 
-@dataclass(slots=True)
 class _Redir:
     """One redirection: operator (with its fd), target word or heredoc body."""
 
-    op: str
-    target: str
-    heredoc: bool = False
-    quoted: bool = False
+    __slots__ = ("heredoc", "op", "quoted", "target")
+
+    def __init__(self, op: str, target: str, heredoc: bool = False, quoted: bool = False) -> None:
+        self.op = op
+        self.target = target
+        self.heredoc = heredoc
+        self.quoted = quoted
 
 
 # A token: a word (str), a separator ("&&", "|", ";", "&", "(", ")"…) or a redirection.
@@ -438,7 +525,7 @@ def _read_word(s: str, i: int) -> tuple[str, int, bool]:
     buf: list[str] = []
     quoted = False
     while i < n:
-        m = _PLAIN_RUN.match(s, i)
+        m = _RX.plain_run.match(s, i)
         if m:
             buf.append(m.group())
             i = m.end()
@@ -563,7 +650,7 @@ def _tokenize(s: str) -> list[_Token]:
                 tokens.append(("sep", op))
             continue
         word, j, quoted = _read_word(s, i)
-        if not quoted and j < n and s[j] in "<>" and _DIGITS.fullmatch(word):
+        if not quoted and j < n and s[j] in "<>" and _RX.digits.fullmatch(word):
             tokens.append(("fd", word))
         else:
             tokens.append(("w", word))
@@ -576,13 +663,15 @@ def _tokenize(s: str) -> list[_Token]:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class _Cmd:
     """A simple command: its words, its redirections and the separator after it."""
 
-    words: list[str]
-    redirs: list[_Redir]
-    sep: str
+    __slots__ = ("redirs", "sep", "words")
+
+    def __init__(self, words: list[str], redirs: list[_Redir], sep: str) -> None:
+        self.words = words
+        self.redirs = redirs
+        self.sep = sep
 
 
 def _commands(tokens: list[_Token]) -> list[_Cmd]:
@@ -609,16 +698,26 @@ def _commands(tokens: list[_Token]) -> list[_Cmd]:
     return cmds
 
 
-@dataclass(frozen=True, slots=True)
 class _Spec:
     """How a program reads its arguments: which flags take a value, what its operands are."""
 
-    short: str = ""  # short flags that take a value
-    long: frozenset[str] = frozenset()  # long flags (without ``--``) that take a value
-    search: bool = False  # the first operand is a search pattern (grep family)
-    commute: bool = False  # flags commute (search and list programs)
-    rest: frozenset[str] = frozenset()  # flags that take every word after them (fd -x)
-    no_pattern: frozenset[str] = frozenset()  # with one of these, no operand is a pattern
+    __slots__ = ("commute", "long", "no_pattern", "rest", "search", "short")
+
+    def __init__(
+        self,
+        short: str = "",
+        long: frozenset[str] = frozenset(),
+        search: bool = False,
+        commute: bool = False,
+        rest: frozenset[str] = frozenset(),
+        no_pattern: frozenset[str] = frozenset(),
+    ) -> None:
+        self.short = short  # short flags that take a value
+        self.long = long  # long flags (without ``--``) that take a value
+        self.search = search  # the first operand is a search pattern (grep family)
+        self.commute = commute  # flags commute (search and list programs)
+        self.rest = rest  # flags that take every word after them (fd -x)
+        self.no_pattern = no_pattern  # with one of these, no operand is a pattern
 
 
 _GREP_LONG = _names(
@@ -724,11 +823,11 @@ _SKIP_WORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "
 _FIND_PATTERNS = frozenset(
     {"-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex"}
 )
-_ASSIGN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
-_PYTHON = re.compile(r"python(?:\d+(?:\.\d+)*)?$")
-_EXT = re.compile(r"\.[A-Za-z][A-Za-z0-9_]{0,9}$")
-_NOT_PATHY = re.compile(r"[\s'\"`$;&|<>()\\{}=]")
-_SED_SCRIPT = re.compile(r"^(?:\d+,?\d*)?[sy]([/|#:,@!]).*\1.*\1\w*$")
+_ASSIGN_SRC = _source(r"[A-Za-z_][A-Za-z0-9_]*=")
+_PYTHON_SRC = _source(r"python(?:\d+(?:\.\d+)*)?$")
+_EXT_SRC = _source(r"\.[A-Za-z][A-Za-z0-9_]{0,9}$")
+_NOT_PATHY_SRC = _source(r"[\s'\"`$;&|<>()\\{}=]")
+_SED_SCRIPT_SRC = _source(r"^(?:\d+,?\d*)?[sy]([/|#:,@!]).*\1.*\1\w*$")
 
 
 def _base(word: str) -> str:
@@ -764,7 +863,7 @@ def _unwrap(words: list[str]) -> int:
         w = words[i]
         base = _base(w)
         nxt = words[i + 1] if i + 1 < n else ""
-        if w in _SKIP_WORDS or (_ASSIGN.match(w) and "/" not in w.split("=", 1)[0]):
+        if w in _SKIP_WORDS or (_RX.assign.match(w) and "/" not in w.split("=", 1)[0]):
             i += 1
         elif base in ("time", "nohup", "command", "builtin", "exec"):
             i = _skip_opts(words, i + 1)
@@ -785,7 +884,7 @@ def _unwrap(words: list[str]) -> int:
             i = _skip_opts(words, i + 2, "pc", ("package", "call"))
         elif base in ("uv", "poetry", "pipenv", "pdm", "hatch") and nxt == "run":
             i = _skip_opts(words, i + 2, "p", _UV_LONG)
-        elif _PYTHON.match(base):
+        elif _RX.python.match(base):
             k = i + 1
             while k < n and words[k].startswith("-") and words[k] not in ("-m", "-c", "-"):
                 k += 2 if words[k] in ("-X", "-W") else 1
@@ -895,16 +994,16 @@ def _run_kind(prog: str, args: list[str]) -> str | None:
 def _pathlike(word: str) -> bool:
     """An operand that looks like a path: it contains ``/`` or ends in a file extension."""
     return (
-        ("/" in word or _EXT.search(word) is not None)
+        ("/" in word or _RX.ext.search(word) is not None)
         and not word.startswith("-")
-        and _NOT_PATHY.search(word) is None
-        and _SED_SCRIPT.match(word) is None
+        and _RX.not_pathy.search(word) is None
+        and _RX.sed_script.match(word) is None
     )
 
 
 def _verbatim(word: str) -> str:
     """A word kept as written, except the trailing spaces of a multi-line body's lines."""
-    return _TRAILING_WS.sub("", word) if "\n" in word else word
+    return _RX.trailing_ws.sub("", word) if "\n" in word else word
 
 
 def _canon_word(word: str, cwd: str | None) -> str:
@@ -923,26 +1022,28 @@ def _join(base: str | None, path: str, cwd: str | None) -> str:
     return canonical_path(base + "/" + path, cwd) or path
 
 
-_SAFE_WORD = re.compile(r"[^\s'\"\\;&|<>()$`#]+")
+_SAFE_WORD_SRC = _source(r"[^\s'\"\\;&|<>()$`#]+")
 
 
 def _render(word: str) -> str:
     """A word as it reads in a context: quoted only where needed."""
-    if _SAFE_WORD.fullmatch(word):
+    if _RX.safe_word.fullmatch(word):
         return word
     return "'" + word.replace("'", "'\\''") + "'"
 
 
-@dataclass(slots=True)
 class _Part:
     """The canonical reading of one simple command of a chain."""
 
-    key: list[str]
-    text: list[str]
-    paths: list[str] = field(default_factory=list)
-    op: str = "bash"
-    program: str | None = None
-    pattern: str | None = None
+    __slots__ = ("key", "op", "paths", "pattern", "program", "text")
+
+    def __init__(self, key: list[str], text: list[str]) -> None:
+        self.key = key
+        self.text = text
+        self.paths: list[str] = []
+        self.op = "bash"
+        self.program: str | None = None
+        self.pattern: str | None = None
 
 
 def _higher(a: str, b: str) -> str:
@@ -965,7 +1066,7 @@ def _analyse(cmd: _Cmd, cwd: str | None, base: str | None) -> _Part:
         op = r.op
         bare = op.lstrip("0123456789")
         if r.heredoc:
-            key.append(op + ("'" if r.quoted else "") + "\x00" + _TRAILING_WS.sub("", r.target))
+            key.append(op + ("'" if r.quoted else "") + "\x00" + _RX.trailing_ws.sub("", r.target))
             text.append(op + "EOF")
             continue
         target = r.target
@@ -1144,8 +1245,12 @@ def _shell_script(words: list[str]) -> str | None:
 
 
 def _tokens_of(command: str) -> list[_Token]:
-    if _SIMPLE_COMMAND.fullmatch(command):
+    """The tokens of a command; plain words, and words with single quotes, skip the tokenizer."""
+    if _RX.simple_command.fullmatch(command):
         return [("w", w) for w in command.split()]
+    if command.count("'") % 2 == 0 and _RX.not_quoted_words.search(command) is None:
+        # Only words and single-quoted strings: a quote is removed with what it quotes kept.
+        return [("w", w.replace("'", "")) for w in _RX.quoted_words.findall(command)]
     return _tokenize(command)
 
 
@@ -1161,7 +1266,13 @@ _CACHED_COMMAND = 8192  # longer commands (big heredocs) are parsed each time: b
 
 def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
     """The procedure of a shell command: operation, canonical words, paths and programs."""
-    command = command.strip()
+    stripped = command.strip()
+    if stripped.endswith("\\"):
+        rest = command.lstrip()
+        blank = rest[len(stripped) : len(stripped) + 1]
+        if blank.isspace() and blank != "\n":  # an escaped trailing blank is a word:
+            stripped = rest  # ``printf \ `` prints a space
+    command = stripped
     cmds = _commands(_tokens_of(command))
     if len(cmds) == 1 and not cmds[0].redirs and cmds[0].sep in ("", ";"):
         script = _shell_script(cmds[0].words)
@@ -1345,6 +1456,47 @@ def procedure_of(
         >>> a.key == b.key, a.operation, a.context
         (True, 'grep', 'double jump@src')
     """
+    key = _args_key(args)
+    if key is not None:
+        try:
+            return _cached_procedure(tool, key, tuple(paths), cwd)
+        except TypeError:  # a path that cannot be a cache key
+            pass
+    return _procedure(tool, args, paths, cwd)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_CACHED_VALUE = 2048  # a longer string argument (an editor's text) is not kept in the cache
+
+
+def _args_key(args: Mapping[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
+    """A cache key for arguments that are all scalars (by type too: ``1`` is not ``True``).
+
+    The order stays: it orders the paths of a context. None when an argument is not a scalar
+    or is a long string.
+    """
+    if type(args) is not dict or len(args) > 16:
+        return None
+    items = []
+    for k, v in args.items():
+        t = type(v)
+        if t not in _SCALARS or type(k) is not str or (t is str and len(v) > _CACHED_VALUE):
+            return None
+        items.append((k, t, v))
+    return tuple(items)
+
+
+@lru_cache(maxsize=2048)
+def _cached_procedure(
+    tool: str, key: tuple[tuple[str, type, Any], ...], paths: tuple[Any, ...], cwd: str | None
+) -> Procedure:
+    return _procedure(tool, {k: v for k, _, v in key}, paths, cwd)
+
+
+def _procedure(
+    tool: str, args: Mapping[str, Any], paths: Sequence[str], cwd: str | None
+) -> Procedure:
+    """``procedure_of`` without the cache."""
     low = tool.lower()
     if low in _SHELL_TOOLS:
         command = _command_of(args)

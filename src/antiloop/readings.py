@@ -27,10 +27,13 @@ How it stays cheap (it runs on every step; a 2 KB output costs a few microsecond
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, AnyStr
 
 from antiloop.events import FileState
 
@@ -54,6 +57,106 @@ LINE_CAP = 400
 SLICE = 1024 * 1024
 """Texts are scrubbed and hashed in slices of about this many characters."""
 
+SMALL = 256 * 1024
+"""Output and error up to this many characters together are read whole, through the cache."""
+
+KNOWN = 512
+"""How many recent texts' readings the cache keeps."""
+
+
+def _source(pattern: AnyStr, flags: int = 0) -> tuple[AnyStr, int]:
+    """A pattern's source and flags, compiled by ``_Patterns`` on first use."""
+    return pattern, flags
+
+
+class _Patterns:
+    """The regular expressions, each compiled on first use.
+
+    A hook starts a new process per tool call and reads one result: compiling every pattern
+    at import time would cost more than the reading. After its first use a pattern is a plain
+    instance attribute.
+    """
+
+    @cached_property
+    def number_re(self) -> re.Pattern[bytes]:
+        return re.compile(*_NUMBER_RE_SRC)
+
+    @cached_property
+    def month_before(self) -> re.Pattern[bytes]:
+        return re.compile(*_MONTH_BEFORE_SRC)
+
+    @cached_property
+    def pid_before(self) -> re.Pattern[bytes]:
+        return re.compile(*_PID_BEFORE_SRC)
+
+    @cached_property
+    def tmp_re(self) -> re.Pattern[bytes]:
+        return re.compile(*_TMP_RE_SRC)
+
+    @cached_property
+    def win_tmp_re(self) -> re.Pattern[bytes]:
+        return re.compile(*_WIN_TMP_RE_SRC)
+
+    @cached_property
+    def fail_prefix(self) -> re.Pattern[str]:
+        return re.compile(*_FAIL_PREFIX_SRC)
+
+    @cached_property
+    def fail_word(self) -> re.Pattern[str]:
+        return re.compile(*_FAIL_WORD_SRC)
+
+    @cached_property
+    def no_error_re(self) -> re.Pattern[str]:
+        return re.compile(*_NO_ERROR_RE_SRC)
+
+    @cached_property
+    def traceback_end(self) -> re.Pattern[str]:
+        return re.compile(*_TRACEBACK_END_SRC)
+
+    @cached_property
+    def ansi_re(self) -> re.Pattern[str]:
+        return re.compile(*_ANSI_RE_SRC)
+
+    @cached_property
+    def error_re(self) -> re.Pattern[str]:
+        return re.compile(*_ERROR_RE_SRC)
+
+    @cached_property
+    def summary_re(self) -> re.Pattern[str]:
+        return re.compile(*_SUMMARY_RE_SRC)
+
+    @cached_property
+    def pytest_bad(self) -> re.Pattern[str]:
+        return re.compile(*_PYTEST_BAD_SRC)
+
+    @cached_property
+    def failed(self) -> re.Pattern[str]:
+        return re.compile(*_FAILED_SRC)
+
+    @cached_property
+    def unittest_bad(self) -> re.Pattern[str]:
+        return re.compile(*_UNITTEST_BAD_SRC)
+
+    @cached_property
+    def junit_errors(self) -> re.Pattern[str]:
+        return re.compile(*_JUNIT_ERRORS_SRC)
+
+    @cached_property
+    def count_only_re(self) -> re.Pattern[str]:
+        return re.compile(*_COUNT_ONLY_RE_SRC)
+
+    @cached_property
+    def none_found_re(self) -> re.Pattern[str]:
+        return re.compile(*_NONE_FOUND_RE_SRC)
+
+    @cached_property
+    def header_re(self) -> re.Pattern[bytes]:
+        return re.compile(*_HEADER_RE_SRC)
+
+
+_RX = _Patterns()
+
+
 # --------------------------------------------------------------------------------------------
 # Scrubbing. Patterns run over the "class view" of the bytes: ASCII letters lower-cased and
 # digits 1-9 turned into 0, the same length as the bytes, so a span in the view is a span in
@@ -69,7 +172,7 @@ _TIME_TAIL = rb"(?:[.,]0+)?(?: ?[ap]m(?!\w))?(?:z(?!\w)|[+-]00:?00(?!0))?"
 # Starts at the first digit of a number (not inside a word, a decimal or a file:line). After
 # the digits, a lookahead drops at once the numbers no volatile value can continue (most). A
 # number after "pid ", "process ", "[1] " ... is a candidate process id, checked afterwards.
-_NUMBER_RE = re.compile(
+_NUMBER_RE_SRC = _source(
     rb"0(?<![\w.:]0)(?:0*+(?=[-/:x.hmnust,\xc2\xce]| [nusmhjfaod0\xc2\xce])(?:"
     # 0.52s, 412ms, 3 ms, 4.1 s, 1m30s, 2h30m, 1.5 seconds
     rb"(?P<dur>(?:\.0++)?(?:[hm]0++(?:\.0++)?)*+ ?" + _UNIT + rb"(?!\w)|h00?m(?!\w))"
@@ -88,19 +191,19 @@ _NUMBER_RE = re.compile(
     # pid 4242, PID: 4242, ppid=1, pgid 17, process 4242; "[1] 4242" (shell job control)
     rb"|(?P<pid>(?:(?<=[dsp\]+][ \t:=#]0)|(?<=[ds]: 0))0*+(?![0-9])))"
 )
-_MONTH_BEFORE = re.compile(rb"(?:^|[^\w])" + _MONTHS + rb" $")
-_PID_BEFORE = re.compile(
+_MONTH_BEFORE_SRC = _source(rb"(?:^|[^\w])" + _MONTHS + rb" $")
+_PID_BEFORE_SRC = _source(
     rb"(?:(?:^|[^\w])(?:p?pid|pgid|process(?: group)?(?: id)?)[ \t]*[:=#]?[ \t]*"
     rb"|(?:^|[^\w\[])\[0+\]\+? )$"
 )
 _TMP_END = rb"[^\s'\"`:,;()\[\]{}<>|]*"
 # /tmp/..., /var/tmp/..., /var/folders/... (macOS), /private/var/folders/..., /dev/shm/...
-_TMP_RE = re.compile(
+_TMP_RE_SRC = _source(
     rb"(?P<tmp>/(?<![\w.]/)(?:private/)?(?:tmp|var/tmp|var/folders|dev/shm)(?![\w.-])"
     rb"(?:/" + _TMP_END + rb")?)"
 )
 # C:\Users\me\AppData\Local\Temp\..., C:\Windows\Temp\...
-_WIN_TMP_RE = re.compile(
+_WIN_TMP_RE_SRC = _source(
     rb"(?P<tmp>\\(?<![\w.]\\)(?:[^\s\\]+\\)*?(?:appdata\\local\\temp|windows\\temp)(?![\w.-])"
     rb"(?:\\[^\s'\"`:,;()\[\]{}<>|]*)?)"
 )
@@ -117,18 +220,18 @@ _Span = tuple[int, int, bytes]
 
 
 def _number_spans(view: bytes, raw: bytes, spans: list[_Span]) -> None:
-    for m in _NUMBER_RE.finditer(view):
+    for m in _RX.number_re.finditer(view):
         kind = m.lastgroup
         start = m.start()
         if kind == "hex":
             if raw[start] != 0x30:  # "0x", not "5x"
                 continue
         elif kind == "mday":
-            before = _MONTH_BEFORE.search(view, max(0, start - 14), start)
+            before = _RX.month_before.search(view, max(0, start - 14), start)
             if before is None:
                 continue
             start = before.start() + (0 if view[before.start()] in b"jfmasond" else 1)
-        elif kind == "pid" and _PID_BEFORE.search(view, max(0, start - 24), start) is None:
+        elif kind == "pid" and _RX.pid_before.search(view, max(0, start - 24), start) is None:
             continue
         spans.append((start, m.end(), _PLACEHOLDER[kind or "dur"]))
 
@@ -141,14 +244,18 @@ def _group_spans(pattern: re.Pattern[bytes], view: bytes, spans: list[_Span]) ->
 
 def _scrub_bytes(raw: bytes) -> bytes:
     """The bytes of a text with its volatile values replaced; ``raw`` itself when none."""
-    view = raw.translate(_VIEW)
+    return _scrub_view(raw, raw.translate(_VIEW))
+
+
+def _scrub_view(raw: bytes, view: bytes) -> bytes:
+    """``_scrub_bytes`` given the class view of ``raw``."""
     spans: list[_Span] = []
     if b"0" in view:
         _number_spans(view, raw, spans)
     if b"/" in view:
-        _group_spans(_TMP_RE, view, spans)
+        _group_spans(_RX.tmp_re, view, spans)
     if b"\\" in view:
-        _group_spans(_WIN_TMP_RE, view, spans)
+        _group_spans(_RX.win_tmp_re, view, spans)
     if not spans:
         return raw
     spans.sort()
@@ -270,19 +377,19 @@ class _TextDigests:
 
 _KEYWORDS = ("error", "exception", "fatal")
 _CASED = {"error": "Error", "exception": "Exception"}
-_FAIL_PREFIX = re.compile(r"[ \t]*(?:--- )?$")
-_FAIL_WORD = re.compile(r"FAIL(?:ED)?\b")
+_FAIL_PREFIX_SRC = _source(r"[ \t]*(?:--- )?$")
+_FAIL_WORD_SRC = _source(r"FAIL(?:ED)?\b")
 _TRACEBACK = "Traceback (most recent call last):"
 # A line that says there is no error: "Error: (none)", "0 errors", "no errors", "errors: 0".
-_NO_ERROR_RE = re.compile(
+_NO_ERROR_RE_SRC = _source(
     r"(?i)\b(?:no|0|zero|without)\s+errors?(?:\(s\))?(?!\w)"
     r"|\berrors?(?:\(s\))?\s*[:=]\s*(?:\(none\)|none\s*$|0(?![\w.]))"
 )
 # After "Traceback (most recent call last):", the indented frames, then the exception line.
-_TRACEBACK_END = re.compile(r"(?:[ \t][^\n]*\n|\n)*([^\n]+)")
-_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_TRACEBACK_END_SRC = _source(r"(?:[ \t][^\n]*\n|\n)*([^\n]+)")
+_ANSI_RE_SRC = _source(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 # The slow path, for the rare text whose lower-casing changes its length.
-_ERROR_RE = re.compile(
+_ERROR_RE_SRC = _source(
     r"(?i:(?<!\w)(?:error|exception|fatal)(?!\w))|(?:Error|Exception):"
     r"|^[ \t]*(?:--- )?FAIL(?:ED)?\b|^Traceback \(most recent call last\):",
     re.MULTILINE,
@@ -311,9 +418,32 @@ def _next_keyword(text: str, low: str, word: str, pos: int, end: int) -> int:
         pos = at + 1
 
 
+_VIEW_KEYWORDS = tuple((word.encode(), _CASED.get(word)) for word in _KEYWORDS)
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _next_keyword_in_view(
+    text: str, view: bytes, word: bytes, cased: str | None, pos: int, end: int
+) -> int:
+    """``_next_keyword`` on the class view of an ASCII text (already lower-cased)."""
+    size = len(word)
+    while True:
+        at = view.find(word, pos, end)
+        if at < 0:
+            return -1
+        after = at + size
+        if (at == 0 or view[at - 1] not in _WORD_BYTES) and (
+            after >= len(view) or view[after] not in _WORD_BYTES
+        ):
+            return at
+        if cased is not None and text.startswith(cased, at) and text.startswith(":", after):
+            return at
+        pos = at + 1
+
+
 def _line_start_at(text: str, at: int) -> bool:
     start = text.rfind("\n", max(0, at - LINE_CAP), at) + 1
-    return _FAIL_PREFIX.match(text, start, at) is not None
+    return _RX.fail_prefix.match(text, start, at) is not None
 
 
 def _next_line_start(text: str, needle: str, pos: int, end: int) -> int:
@@ -325,7 +455,7 @@ def _next_line_start(text: str, needle: str, pos: int, end: int) -> int:
         if needle == _TRACEBACK:
             if at == 0 or text[at - 1] == "\n":
                 return at
-        elif _FAIL_WORD.match(text, at) and _line_start_at(text, at):
+        elif _RX.fail_word.match(text, at) and _line_start_at(text, at):
             return at
         pos = at + 1
 
@@ -340,28 +470,43 @@ def _line_around(text: str, at: int) -> tuple[str, int]:
     return text[start : min(nxt, start + LINE_CAP)].rstrip("\r\n"), nxt
 
 
-def _next_candidate(text: str, low: str, pos: int) -> int:
-    """The earliest position from ``pos`` on that may start an error line, or -1."""
+def _next_candidate(text: str, low: str | bytes, pos: int) -> int:
+    """The earliest position from ``pos`` on that may start an error line, or -1.
+
+    ``low`` is the lower-cased text, or the class view of an ASCII text (same positions).
+    """
     best = len(text)
-    for word in _KEYWORDS:
-        found = _next_keyword(text, low, word, pos, best)
-        if found >= 0:
-            best = found
+    if isinstance(low, bytes):
+        for view_word, cased in _VIEW_KEYWORDS:
+            if view_word == b"exception" and b"x" not in low:
+                continue
+            found = _next_keyword_in_view(text, low, view_word, cased, pos, best)
+            if found >= 0:
+                best = found
+    else:
+        for word in _KEYWORDS:
+            found = _next_keyword(text, low, word, pos, best)
+            if found >= 0:
+                best = found
     for needle in ("FAIL", _TRACEBACK):
-        found = _next_line_start(text, needle, pos, best)
-        if found >= 0:
-            best = found
+        if needle[0] in text:  # one byte searched by memchr, far cheaper than the word
+            found = _next_line_start(text, needle, pos, best)
+            if found >= 0:
+                best = found
     return best if best < len(text) else -1
 
 
 def _slow_candidate(text: str, pos: int) -> int:
-    m = _ERROR_RE.search(text, pos)
+    m = _RX.error_re.search(text, pos)
     return -1 if m is None else m.start()
 
 
-def _first_error_in(text: str) -> str | None:
-    """The first error line of a text (or of a capped part of one)."""
-    low = text.lower()
+def _first_error_in(text: str, view: bytes | None = None) -> str | None:
+    """The first error line of a text (or of a capped part of one).
+
+    ``view`` is the class view of the text when it is ASCII: it is already lower-cased.
+    """
+    low: str | bytes = text.lower() if view is None else view
     fast = len(low) == len(text)  # lower-casing kept every position (nearly always)
     pos = 0
     while pos < len(text):
@@ -370,34 +515,45 @@ def _first_error_in(text: str) -> str | None:
             return None
         line, nxt = _line_around(text, at)
         if line.lstrip().startswith(_TRACEBACK):
-            last = _TRACEBACK_END.match(text, nxt)
+            last = _RX.traceback_end.match(text, nxt)
             return last.group(1)[:LINE_CAP] if last else line
-        if not _NO_ERROR_RE.search(line):
+        if not _RX.no_error_re.search(line):
             return line
         pos = nxt
     return None
 
 
-def _first_error_line(text: str) -> str | None:
-    """The first line of ``text`` that reads as an error (PROTOCOL.md section 4), unscrubbed."""
+def _first_error_line(text: str, view: bytes | None = None) -> str | None:
+    """The first line of ``text`` that reads as an error (PROTOCOL.md section 4), unscrubbed.
+
+    ``view``: the class view of the text when it is ASCII, or None.
+    """
     size = len(text)
     if size <= ERROR_HEAD_CAP + TAIL_CAP:
+        if "\x1b" not in text:
+            return _first_error_in(text, view)
         parts = [text]
     else:
         parts = [text[:ERROR_HEAD_CAP], text[size - TAIL_CAP :]]
     for part in parts:
         if "\x1b" in part:
-            part = _ANSI_RE.sub("", part)
+            part = _RX.ansi_re.sub("", part)
         found = _first_error_in(part)
         if found is not None:
             return found
     return None
 
 
-def _error_line(texts: Iterable[str]) -> str | None:
+def _error_line(texts: Iterable[str], views: Iterable[bytes | None] = ()) -> str | None:
+    """The scrubbed first error line of the first text that has one.
+
+    ``views``: for each text, its class view when the text is ASCII, else None.
+    """
+    views = iter(views)
     for text in texts:
+        view = next(views, None)
         if text:
-            line = _first_error_line(text)
+            line = _first_error_line(text, view)
             if line is not None:
                 line = " ".join(scrub(line).split())
                 if line:
@@ -409,7 +565,7 @@ def _error_line(texts: Iterable[str]) -> str | None:
 # Failing tests, from test-runner summaries. One pattern, tried at each line start only (the
 # tail is read with a "\n" in front); a lookahead drops at once the lines no summary begins.
 
-_SUMMARY_RE = re.compile(
+_SUMMARY_RE_SRC = _source(
     r"\n(?=[ =0-9TRt\[oPFn])[ ]*+(?:=++[ ]++)?(?:"
     # pytest: "=== 3 failed, 10 passed, 1 error in 0.52s ===", "2 failed in 1.10 seconds"
     r"(?P<pytest>(?:\d+ (?:failed|passed|skipped|deselected|xfailed|xpassed|warnings?|errors?"
@@ -433,41 +589,41 @@ _SUMMARY_RE = re.compile(
     r"|(?:ok[ ]+\S+\t|PASS(?=\n|$)|FAIL\t)(?P<go>)"
     r")"
 )
-_PYTEST_BAD = re.compile(r"(\d+) (?:failed|errors?)\b")
-_FAILED = re.compile(r"(\d+) failed\b")
-_UNITTEST_BAD = re.compile(r"(?:^|, )(?:failures|errors)=(\d+)")
-_JUNIT_ERRORS = re.compile(r",[ ]+Errors: (\d+)")
+_PYTEST_BAD_SRC = _source(r"(\d+) (?:failed|errors?)\b")
+_FAILED_SRC = _source(r"(\d+) failed\b")
+_UNITTEST_BAD_SRC = _source(r"(?:^|, )(?:failures|errors)=(\d+)")
+_JUNIT_ERRORS_SRC = _source(r",[ ]+Errors: (\d+)")
 
 
 def _failing_in(text: str) -> int | None:
     """The failing-test count the runner summaries of a text give, or None when there is none."""
     tail = "\n" + text[-TAIL_CAP:]
     if "\x1b" in tail:
-        tail = _ANSI_RE.sub("", tail)
+        tail = _RX.ansi_re.sub("", tail)
     found = False
     total = 0
     junit_summary: int | None = None
     junit_classes = 0
-    for m in _SUMMARY_RE.finditer(tail):
+    for m in _RX.summary_re.finditer(tail):
         found = True
         kind = m.lastgroup
         if kind == "pytest":
-            total += sum(map(int, _PYTEST_BAD.findall(m[kind])))
+            total += sum(map(int, _RX.pytest_bad.findall(m[kind])))
         elif kind in ("jest", "vitest"):
-            total += sum(map(int, _FAILED.findall(m[kind])))
+            total += sum(map(int, _RX.failed.findall(m[kind])))
         elif kind in ("mocha", "rspec", "cargo"):
             total += int(m[kind])
         elif kind == "unittest":
-            total += sum(map(int, _UNITTEST_BAD.findall(m[kind])))
+            total += sum(map(int, _RX.unittest_bad.findall(m[kind])))
         elif kind == "junit":
             rest = m[kind]
-            errors = _JUNIT_ERRORS.match(rest)
+            errors = _RX.junit_errors.match(rest)
             bad = int(m["junit_f"]) + (int(errors[1]) if errors else 0)
             if "Time elapsed" in rest:
                 junit_classes += bad
             else:
                 junit_summary = (junit_summary or 0) + bad
-    go_fails = text.count("--- FAIL:")
+    go_fails = text.count("--- FAIL:") if "F" in text else 0
     if not (found or go_fails):
         return None
     return total + go_fails + (junit_classes if junit_summary is None else junit_summary)
@@ -487,37 +643,39 @@ def _failing(texts: Iterable[str]) -> int | None:
 # Match sets, for grep and list operations.
 
 _COUNT_WORDS = r"(?:files?|matches|match|results?|lines?|occurrences?|items?|entries|paths?)"
-_COUNT_ONLY_RE = re.compile(
+_COUNT_ONLY_RE_SRC = _source(
     r"\s*(?:found\s+)?(\d+)(?:\s+(?:total\s+)?" + _COUNT_WORDS + r"(?:\s+found)?)?"
     r"(?:\s+(?:in|across)\s+\d+\s+files?)?\s*\.?\s*",
     re.IGNORECASE,
 )
-_NONE_FOUND_RE = re.compile(
+_NONE_FOUND_RE_SRC = _source(
     r"\s*(?:no\s+" + _COUNT_WORDS + r"\s+found|(?:found\s+)?0\s+\w+(?:\s+found)?)\s*\.?\s*",
     re.IGNORECASE,
 )
-_HEADER_RE = re.compile(rb"\s*found\s+\d+\s+(?:total\s+)?[a-z]+", re.IGNORECASE)
+_HEADER_RE_SRC = _source(rb"\s*found\s+\d+\s+(?:total\s+)?[a-z]+", re.IGNORECASE)
 _EMPTY_SET = hashlib.sha1(b"", usedforsecurity=False).hexdigest()[:16]
 
 
 def _match_reading(lines: list[bytes]) -> tuple[str, int, bool]:
     """(digest of the set of lines, how many found, whether only a number was given)."""
-    found = {stripped for line in lines if (stripped := line.strip())}
+    found = set(map(bytes.strip, lines))
+    found.discard(b"")
     if not found:
         return _EMPTY_SET, 0, True
     if len(found) == 1:
         (only,) = found
         if len(only) < 80:
             text = only.decode("utf-8", "replace")
-            if _NONE_FOUND_RE.fullmatch(text):
+            if _RX.none_found_re.fullmatch(text):
                 return _EMPTY_SET, 0, True
-            count = _COUNT_ONLY_RE.fullmatch(text)
+            count = _RX.count_only_re.fullmatch(text)
             if count is not None:
                 number = int(count[1])
                 return _short(f"#{number}"), number, True
-    header = next((line for line in lines if line.strip()), b"")
-    if len(found) > 1 and _HEADER_RE.match(header):  # "Found 3 files" above the list
-        found.discard(header.strip())
+    if len(found) > 1:
+        header = next(line for line in lines if line.strip())
+        if _RX.header_re.match(header):  # "Found 3 files" above the list
+            found.discard(header.strip())
     h = _new_hash()
     h.update(b"\n".join(sorted(found)))
     return h.hexdigest()[:16], len(found), False
@@ -581,7 +739,15 @@ def _cut(text: str, limit: int = HEAD_CHARS) -> str:
 
 
 def _head(scrubbed_start: bytes) -> str:
-    """The start of a scrubbed text on one line, white space collapsed, cut at HEAD_CHARS."""
+    """The start of a scrubbed text on one line, white space collapsed, cut at HEAD_CHARS.
+
+    The first 200 bytes nearly always give more than HEAD_CHARS characters; what they give is
+    the start of what all would give, so the cut is the same.
+    """
+    if len(scrubbed_start) > 4 * HEAD_CHARS:
+        short = " ".join(scrubbed_start[: 4 * HEAD_CHARS].decode("utf-8", "ignore").split())
+        if len(short) > HEAD_CHARS:
+            return short[: HEAD_CHARS - 1].rstrip() + "…"
     return _cut(" ".join(scrubbed_start.decode("utf-8", "ignore").split()))
 
 
@@ -615,6 +781,12 @@ def read_result(
     out = output or ""
     err = error or ""
     wants_matches = operation in MATCH_OPERATIONS
+    files: tuple[tuple[str, str | None, float | None], ...] = ()
+    if file_states:
+        files = tuple(sorted([(p, s.sha256, s.mtime) for p, s in file_states.items()]))
+    if len(out) + len(err) <= SMALL:
+        return _read_small(wants_matches, runs_something, out, err, exit_code, files)
+
     texts = _TextDigests(wants_matches)
     if out:
         texts.feed(out, keep=True)
@@ -638,10 +810,6 @@ def read_result(
         error_line = _error_line((err,))
         failing = _failing((err,))
 
-    files: tuple[tuple[str, str | None, float | None], ...] = ()
-    if file_states:
-        files = tuple(sorted((p, s.sha256, s.mtime) for p, s in file_states.items()))
-
     return Readings(
         exact=exact,
         exit_code=exit_code,
@@ -654,6 +822,142 @@ def read_result(
         failing=failing,
         files=files,
     )
+
+
+_Files = tuple[tuple[str, str | None, float | None], ...]
+_SETTERS: dict[str, Callable[[Readings, Any], None]] = {
+    name: getattr(Readings, name).__set__ for name in Readings.__slots__
+}
+_SET_EXACT = _SETTERS["exact"]
+_SET_EXIT = _SETTERS["exit_code"]
+_SET_SCRUBBED = _SETTERS["scrubbed"]
+_SET_HEAD = _SETTERS["head"]
+_SET_MATCHES = _SETTERS["matches"]
+_SET_COUNT = _SETTERS["match_count"]
+_SET_COUNT_ONLY = _SETTERS["count_only"]
+_SET_ERROR = _SETTERS["error_line"]
+_SET_FAILING = _SETTERS["failing"]
+_SET_FILES = _SETTERS["files"]
+_new_object = object.__new__
+
+
+def _readings(
+    exact: str,
+    exit_code: int | None,
+    scrubbed: str,
+    head: str,
+    matches: str | None,
+    match_count: int | None,
+    count_only: bool,
+    error_line: str | None,
+    failing: int | None,
+    files: _Files,
+) -> Readings:
+    """``Readings(...)``, built through the slots (a frozen dataclass's ``__init__`` is slow)."""
+    r: Readings = _new_object(Readings)
+    _SET_EXACT(r, exact)
+    _SET_EXIT(r, exit_code)
+    _SET_SCRUBBED(r, scrubbed)
+    _SET_HEAD(r, head)
+    _SET_MATCHES(r, matches)
+    _SET_COUNT(r, match_count)
+    _SET_COUNT_ONLY(r, count_only)
+    _SET_ERROR(r, error_line)
+    _SET_FAILING(r, failing)
+    _SET_FILES(r, files)
+    return r
+
+
+_known: dict[tuple[bytes, bool, bool], Readings] = {}
+"""Readings of recent texts by (digest of output and error, match operation, runs something)."""
+
+
+def _read_small(
+    wants_matches: bool,
+    runs_something: bool,
+    out: str,
+    err: str,
+    exit_code: int | None,
+    files: _Files,
+) -> Readings:
+    """``read_result`` for texts of one slice each: one encoding, one view, a cache.
+
+    An agent repeats itself: the readings of a text seen recently are taken from the cache
+    (only the exit code and the file states are the step's own).
+    """
+    raw_out = _encode(out)
+    raw_err = _encode(err)
+    h = _new_hash()
+    h.update(raw_out)
+    h.update(_SEPARATOR)
+    h.update(raw_err)
+    digest = h.digest()
+    key = (digest, wants_matches, runs_something)
+    known = _known.get(key)
+    if known is not None:
+        if known.exit_code == exit_code and known.files == files:
+            return known
+        return _readings(
+            known.exact,
+            exit_code,
+            known.scrubbed,
+            known.head,
+            known.matches,
+            known.match_count,
+            known.count_only,
+            known.error_line,
+            known.failing,
+            files,
+        )
+
+    exact = digest[:8].hex()
+    view_out = raw_out.translate(_VIEW)
+    done_out = _scrub_view(raw_out, view_out) if raw_out else raw_out
+    view_err = raw_err.translate(_VIEW)
+    done_err = _scrub_view(raw_err, view_err) if raw_err else raw_err
+    scrubbed = exact
+    if done_out is not raw_out or done_err is not raw_err:
+        h = _new_hash()
+        h.update(done_out)
+        h.update(_SEPARATOR)
+        h.update(done_err)
+        scrubbed = h.hexdigest()[:16]
+
+    matches: str | None = None
+    match_count: int | None = None
+    count_only = False
+    if wants_matches:
+        matches, match_count, count_only = _match_reading(done_out.split(b"\n") if out else [])
+
+    error_line: str | None = None
+    failing: int | None = None
+    if err or (runs_something and out):
+        ascii_err = view_err if err.isascii() else None
+        if runs_something:
+            ascii_out = view_out if out.isascii() else None
+            error_line = _error_line((err, out), (ascii_err, ascii_out))
+            failing = _failing((err, out))
+        else:
+            error_line = _error_line((err,), (ascii_err,))
+            failing = _failing((err,))
+
+    readings = _readings(
+        exact,
+        exit_code,
+        scrubbed,
+        _head(done_out[: 16 * HEAD_CHARS] if out else done_err[: 16 * HEAD_CHARS]),
+        matches,
+        match_count,
+        count_only,
+        error_line,
+        failing,
+        files,
+    )
+    _known[key] = readings
+    if len(_known) > KNOWN:
+        with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # evicted already
+            del _known[next(iter(_known))]
+    return readings
 
 
 def _files_same(a: Readings, b: Readings) -> bool | None:
