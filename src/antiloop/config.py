@@ -38,7 +38,7 @@ class GuardConfig:
     cycle_max_period: int = 4
     failure_streak: int = 3
     goal_threshold: float | None = None
-    stagnation_threshold: float = 0.95
+    stagnation_threshold: float | None = 0.95  # None: the embedder's calibrated value
     stagnation_window: int = 3
     allow_repeat_tools: tuple[str, ...] = ("sleep", "wait")
     embedder: str = "auto"
@@ -99,9 +99,7 @@ def _check(key: str, value: Any, source: str) -> Any:
     if key in ("repeat_threshold", "stagnation_window"):
         return _positive_int(key, value, source, minimum=2 if key == "repeat_threshold" else 1)
     if key in ("goal_threshold", "stagnation_threshold"):
-        return (
-            None if value is None and key == "goal_threshold" else _unit_float(key, value, source)
-        )
+        return None if value is None else _unit_float(key, value, source)
     if key == "task_type":
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"{source}: 'task_type' must be a string, not {value!r}")
