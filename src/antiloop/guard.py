@@ -15,6 +15,7 @@ import functools
 import inspect
 import json
 import logging
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -70,7 +71,7 @@ _bound_session: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "antiloop_session", default=None
 )
 _STOPPED_KEPT = 64
-_CONTEXT_KEPT = 200  # the fingerprint shows 80 characters of it
+_CONTEXT_KEPT = 120  # the fingerprint shows 80 characters of it
 _NO_MATCHES: tuple[tuple[None, ...], ...] = tuple((None,) * n for n in range(17))
 _OK = Verdict()
 _ACTIONS = {a.name.lower(): a for a in Action}
@@ -370,7 +371,7 @@ class Guard:
             stream = state.streams[agent] = StreamState([], [])
         index = state.steps - 1
         proc = procedure_of(step.tool, step.args, step.paths, step.cwd)
-        tool = step.tool.lower()
+        tool = sys.intern(step.tool.lower())  # one string per tool name, however many steps
         if step.failed:
             if stream.fails and stream.fail_tool == tool:
                 stream.fails += 1
