@@ -184,7 +184,7 @@ class HookHandler:
                 config=config,
                 embedder=embedder,
                 store=store,
-                on_store_error="block",
+                on_store_error="allow",
                 clock=self.clock,
             )
         return self._guard
@@ -278,9 +278,8 @@ class HookHandler:
     def _after(self, verdict: Verdict, event: HookEvent) -> Outcome:
         from antiloop.verdict import Action
 
+        _raise_if_unguarded(verdict)
         action = verdict.action
-        if verdict.detector == "store":
-            raise StoreFailed(verdict.reason)
         if action is Action.CONTINUE:
             return PASS
         if action is Action.NUDGE:
@@ -322,8 +321,7 @@ class HookHandler:
             cwd=event.cwd,
         )
         verdict = self.guard.record(step)
-        if verdict.detector == "store":
-            raise StoreFailed(verdict.reason)
+        _raise_if_unguarded(verdict)
         if verdict.action < Action.BLOCK or verdict.detector == "goal":
             return PASS
         notice = f"antiloop ended the turn: {verdict.reason}"
@@ -371,7 +369,16 @@ class HookHandler:
 
 
 class StoreFailed(RuntimeError):
-    """The store failed while recording (the guard's ``on_store_error`` verdict)."""
+    """The store failed while recording (the guard went on unguarded)."""
+
+
+_UNGUARDED = "unguarded: "
+
+
+def _raise_if_unguarded(verdict: Verdict) -> None:
+    """Turn the guard's ``on_store_error="allow"`` verdict into an error the runner reports."""
+    if verdict.detector is None and verdict.reason.startswith(_UNGUARDED):
+        raise StoreFailed(verdict.reason[len(_UNGUARDED) :])
 
 
 def _quiet(mode: str | None, risk: str) -> bool:

@@ -175,9 +175,10 @@ def _deadline(
 
 def _describe(exc: BaseException) -> str:
     from antiloop.errors import AntiloopError
+    from antiloop.hooks.handler import StoreFailed
 
     text = str(exc).strip()
-    if isinstance(exc, AntiloopError) and text:
+    if isinstance(exc, AntiloopError | StoreFailed) and text:
         return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 

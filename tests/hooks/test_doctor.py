@@ -1,0 +1,116 @@
+"""``antiloop doctor``: an installation checked end to end, and what it finds when broken."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.hooks.conftest import ANTILOOP
+
+from antiloop.hooks import installer
+from antiloop.hooks.doctor import diagnose, installations
+
+
+def _findings(checks: list) -> dict[str, bool | None]:  # type: ignore[type-arg]
+    return {c.name: c.ok for c in checks}
+
+
+def test_a_good_installation_passes_every_check(tmp_path: Path, env: dict[str, str]) -> None:
+    """Settings, entries, command, a dry run that stops a repeat, store and config: all ok."""
+    path = tmp_path / "settings.json"
+    installer.install("claude-code", path)
+    checks = diagnose("claude-code", path, env=env, cwd=str(tmp_path))
+    assert _findings(checks) == {
+        "settings": True,
+        "entries": True,
+        "command": True,
+        "dry run": True,
+        "store": True,
+        "config": True,
+    }
+    assert "fingerprint" in next(c.detail for c in checks if c.name == "dry run")
+
+
+def test_codex_and_gemini_installations_pass(tmp_path: Path, env: dict[str, str]) -> None:
+    """The dry run speaks each agent's dialect."""
+    for agent in ("codex", "gemini"):
+        path = tmp_path / f"{agent}.json"
+        installer.install(agent, path)
+        checks = diagnose(agent, path, env=env, cwd=str(tmp_path))
+        assert all(c.ok for c in checks), [c.line() for c in checks]
+
+
+def test_a_command_that_does_not_exist_fails(tmp_path: Path, env: dict[str, str]) -> None:
+    """A hook command pointing at a removed installation is a failure; no dry run is tried."""
+    path = tmp_path / "settings.json"
+    installer.install("claude-code", path, "/gone/venv/bin/antiloop hook claude-code")
+    findings = _findings(diagnose("claude-code", path, env=env))
+    assert findings["command"] is False
+    assert "dry run" not in findings
+
+
+def test_missing_entries_and_switched_off_hooks_fail(tmp_path: Path, env: dict[str, str]) -> None:
+    """An event without our hook, or disableAllHooks, is a failure."""
+    path = tmp_path / "settings.json"
+    installer.install("claude-code", path)
+    data = json.loads(path.read_text())
+    del data["hooks"]["PostToolUse"]
+    data["disableAllHooks"] = True
+    path.write_text(json.dumps(data))
+    findings = _findings(diagnose("claude-code", path, env=env, run=False))
+    assert findings["entries"] is False
+    assert findings["switch"] is False
+
+
+def test_no_settings_or_no_entries_fail(tmp_path: Path, env: dict[str, str]) -> None:
+    """A missing file, a broken file, or a file without our hooks is reported."""
+    assert _findings(diagnose("claude-code", tmp_path / "none.json", env=env)) == {
+        "settings": False
+    }
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    assert _findings(diagnose("claude-code", broken, env=env)) == {"settings": False}
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    assert _findings(diagnose("claude-code", empty, env=env))["entries"] is False
+
+
+def test_installations_are_found_in_every_scope(tmp_path: Path) -> None:
+    """Project and user installations are found; a file without our hooks is not."""
+    home = tmp_path / "home"
+    project = tmp_path / "project"
+    env = {"CLAUDE_CONFIG_DIR": str(home / ".claude"), "CODEX_HOME": str(home / ".codex")}
+    installer.install("claude-code", installer.settings_path("claude-code", "user", env=env))
+    installer.install("codex", installer.settings_path("codex", "project", cwd=project))
+    (project / ".claude").mkdir()
+    (project / ".claude" / "settings.json").write_text('{"model": "opus"}')
+    found = installations(cwd=project, env=env)
+    assert ("claude-code", home / ".claude" / "settings.json") in found
+    assert ("codex", project / ".codex" / "hooks.json") in found
+    assert all(agent != "gemini" for agent, _ in found)
+
+
+def test_the_doctor_command_line(tmp_path: Path, env: dict[str, str]) -> None:
+    """``antiloop doctor`` prints one line per finding and exits 0 when all is well, 1 if not."""
+    path = tmp_path / "settings.json"
+    installer.install("claude-code", path)
+    ok = subprocess.run(
+        [str(ANTILOOP), "doctor", "claude-code", "--settings", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert ok.returncode == 0, ok.stdout
+    assert "all good" in ok.stdout
+    installer.uninstall("claude-code", path)
+    bad = subprocess.run(
+        [str(ANTILOOP), "doctor", "claude-code", "--settings", str(path), "--no-run"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert bad.returncode == 1
+    assert "FAIL" in bad.stdout
