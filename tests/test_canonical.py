@@ -849,3 +849,35 @@ def test_allow_repeat_program() -> None:
     """A shell ``sleep`` names its program for the allow-repeat list; a sleep tool is its op."""
     assert sh("sleep 5").programs == ("sleep",)
     assert procedure_of("sleep", {"seconds": 5}).operation == "sleep"
+
+
+# ------------------------------------------------------------------------------------------
+# The cache of recent procedures and the quoted-word fast path give the same procedures.
+
+
+def test_cached_procedure_tells_scalar_types_apart() -> None:
+    """Arguments equal in Python but not in JSON (``1``, ``True``) stay other procedures."""
+    one = procedure_of("my_tool", {"x": 1})
+    true = procedure_of("my_tool", {"x": True})
+    assert one.key != true.key
+    assert procedure_of("my_tool", {"x": 1.0}).key == one.key
+    assert procedure_of("my_tool", {"x": True}) == true
+
+
+def test_cached_procedure_keeps_the_order_of_context_paths() -> None:
+    """A repeated call gives the same context; argument order still orders the paths."""
+    ab = procedure_of("Read", {"file_path": "a.py", "path": "b.py"})
+    ba = procedure_of("Read", {"path": "b.py", "file_path": "a.py"})
+    assert procedure_of("Read", {"file_path": "a.py", "path": "b.py"}) == ab
+    assert (ab.context, ba.context) == ("a.py b.py", "b.py a.py")
+
+
+def test_single_quoted_words_read_as_the_tokenizer_reads_them() -> None:
+    """Words with single quotes (spaces and empty strings inside) are the tokenizer's words."""
+    assert sh("echo 'a b'c '' x").key == sh('echo "a b"c "" x').key
+    assert sh("grep -rn 'value_1' src/mod1").context == "value 1@src/mod1"
+
+
+def test_escaped_trailing_blank_is_a_word() -> None:
+    """``printf \\ `` prints a space: the escaped blank at the end is an argument."""
+    assert sh("printf \\ ").key == sh("printf ' '").key

@@ -702,3 +702,47 @@ def test_conformance_results(case_id: str) -> None:
     ]
     got = [same_result(a, b) is not None for a, b in pairwise(readings)]
     assert got == expected
+
+
+# ------------------------------------------------------------------------------------------
+# The cache of recent texts and the fast paths give the same readings.
+
+
+def test_repeated_text_reads_the_same_with_its_own_exit_code_and_files() -> None:
+    """A text read again gives the same readings; the exit code and files are the step's own."""
+    out = "=== 2 failed, 3 passed in 0.52s ===\nError: boom\n"
+    first = read_result("test", True, out, "warn", 1, {})
+    again = read_result("test", True, out, "warn", 1, {})
+    moved = read_result("test", True, out, "warn", 0, {"a.py": FileState("ab", 1.0)})
+    assert again == first
+    assert (moved.exit_code, moved.files) == (0, (("a.py", "ab", 1.0),))
+    assert (moved.failing, moved.error_line, moved.head) == (
+        first.failing,
+        first.error_line,
+        first.head,
+    )
+
+
+def test_cached_text_keeps_the_operation_apart() -> None:
+    """The same text read by a grep and by a command gives each its own readings."""
+    out = "src/a.py:1: error here\nsrc/b.py:2: x\n"
+    as_grep = read_result("grep", False, out, None, None, {})
+    as_bash = read_result("bash", True, out, None, None, {})
+    assert (as_grep.match_count, as_grep.error_line) == (2, None)
+    assert (as_bash.matches, as_bash.error_line) == (None, "src/a.py:1: error here")
+
+
+def test_long_start_gives_the_same_head_as_the_whole_start() -> None:
+    """A head read from a short start is the head of the whole start, cut the same way."""
+    words = " ".join(f"w{i}" for i in range(300))
+    r = read_result("read", False, words + "\n", None, None, {})
+    assert r.head == words[:49].rstrip() + "…"
+    spaced = "a" + " " * 120 + "b " * 10
+    assert read_result("read", False, spaced, None, None, {}).head == "a b b b b b b b b b b"
+
+
+def test_non_ascii_error_line_is_read_like_ascii() -> None:
+    """An error line in a text with non-ASCII characters is found at the same line."""
+    out = "héllo wörld\nsomething failed: ünïcode error\nError: second\n"
+    line = read_result("bash", True, out, None, 1, {}).error_line
+    assert line == "something failed: ünïcode error"

@@ -23,9 +23,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any
@@ -298,6 +299,19 @@ def _dumps(value: Any) -> str:
             "{" + ",".join([_encode_str(k) + ":" + _scalar(value[k]) for k in sorted(value)]) + "}"
         )
     return _ENCODER.encode(value)
+
+
+def _dumps_items(items: list[Any]) -> str:
+    """``_dumps`` of a shell key: a list of strings and lists of strings (no encoder setup)."""
+    parts = []
+    for item in items:
+        if type(item) is str:
+            parts.append(_encode_str(item))
+        elif type(item) is list and all(type(w) is str for w in item):
+            parts.append("[" + ",".join(map(_encode_str, item)) + "]")
+        else:
+            return _ENCODER.encode(items)
+    return "[" + ",".join(parts) + "]"
 
 
 def _scalar(v: Any) -> str:
@@ -1323,7 +1337,7 @@ def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
         context = " ".join(ordered)
     else:
         context = words_text
-    return _make(op, _dumps(items), context, ordered, tuple(programs), ())
+    return _make(op, _dumps_items(items), context, ordered, tuple(programs), ())
 
 
 _cached_shell_procedure = lru_cache(maxsize=1024)(_parse_shell_procedure)
@@ -1347,7 +1361,27 @@ def _make(
     elif len(key_paths) > 1:
         key_paths = sorted(set(key_paths))
     key = op + "\x1f" + params + "\x1f" + "\x1e".join(key_paths)
-    return Procedure(op, key, context, ordered, programs, op not in _NOT_RUNS)
+    p: Procedure = _new_object(Procedure)
+    _SET_OPERATION(p, op)
+    _SET_KEY(p, key)
+    _SET_CONTEXT(p, context)
+    _SET_PATHS(p, ordered)
+    _SET_PROGRAMS(p, programs)
+    _SET_RUNS(p, op not in _NOT_RUNS)
+    return p
+
+
+# ``Procedure(...)`` through its slots: a frozen dataclass's ``__init__`` is slow.
+_new_object = object.__new__
+_SETTERS: dict[str, Callable[[Procedure, Any], None]] = {
+    name: getattr(Procedure, name).__set__ for name in Procedure.__slots__
+}
+_SET_OPERATION = _SETTERS["operation"]
+_SET_KEY = _SETTERS["key"]
+_SET_CONTEXT = _SETTERS["context"]
+_SET_PATHS = _SETTERS["paths"]
+_SET_PROGRAMS = _SETTERS["programs"]
+_SET_RUNS = _SETTERS["runs_something"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -1456,41 +1490,47 @@ def procedure_of(
         >>> a.key == b.key, a.operation, a.context
         (True, 'grep', 'double jump@src')
     """
-    key = _args_key(args)
-    if key is not None:
-        try:
-            return _cached_procedure(tool, key, tuple(paths), cwd)
-        except TypeError:  # a path that cannot be a cache key
-            pass
-    return _procedure(tool, args, paths, cwd)
+    items = _args_key(args)
+    if items is None or len(paths) > 16:
+        return _procedure(tool, args, paths, cwd)
+    key = (tool, cwd, paths if type(paths) is tuple else tuple(paths), items)
+    try:
+        known = _known.get(key)
+    except TypeError:  # a path that cannot be part of a key
+        return _procedure(tool, args, paths, cwd)
+    if known is None:
+        known = _known[key] = _procedure(tool, args, paths, cwd)
+        if len(_known) > _KNOWN:
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # evicted already
+                del _known[next(iter(_known))]
+    return known
 
 
+_known: dict[tuple[Any, ...], Procedure] = {}
+"""Procedures of recent calls whose arguments are all scalars, by (tool, cwd, paths, args)."""
+_KNOWN = 1024
 _SCALARS = frozenset({str, int, float, bool, type(None)})
-_CACHED_VALUE = 2048  # a longer string argument (an editor's text) is not kept in the cache
+_CACHED_CHARS = 1024  # arguments with longer strings together (an editor's text) are not cached
 
 
 def _args_key(args: Mapping[str, Any]) -> tuple[tuple[str, type, Any], ...] | None:
     """A cache key for arguments that are all scalars (by type too: ``1`` is not ``True``).
 
     The order stays: it orders the paths of a context. None when an argument is not a scalar
-    or is a long string.
+    or the strings are long (an editor's text): the cache stays small.
     """
     if type(args) is not dict or len(args) > 16:
         return None
     items = []
+    chars = 0
     for k, v in args.items():
         t = type(v)
-        if t not in _SCALARS or type(k) is not str or (t is str and len(v) > _CACHED_VALUE):
+        if t not in _SCALARS or type(k) is not str:
             return None
+        if t is str:
+            chars += len(v)
         items.append((k, t, v))
-    return tuple(items)
-
-
-@lru_cache(maxsize=2048)
-def _cached_procedure(
-    tool: str, key: tuple[tuple[str, type, Any], ...], paths: tuple[Any, ...], cwd: str | None
-) -> Procedure:
-    return _procedure(tool, {k: v for k, _, v in key}, paths, cwd)
+    return tuple(items) if chars <= _CACHED_CHARS else None
 
 
 def _procedure(

@@ -563,10 +563,11 @@ def _error_line(texts: Iterable[str], views: Iterable[bytes | None] = ()) -> str
 
 # --------------------------------------------------------------------------------------------
 # Failing tests, from test-runner summaries. One pattern, tried at each line start only (the
-# tail is read with a "\n" in front); a lookahead drops at once the lines no summary begins.
+# tail is read with a "\n" in front); lookaheads drop at once the lines no summary begins
+# (before and after the leading blanks), so the alternatives run on few lines.
 
 _SUMMARY_RE_SRC = _source(
-    r"\n(?=[ =0-9TRt\[oPFn])[ ]*+(?:=++[ ]++)?(?:"
+    r"\n(?=[ =0-9TRt\[oPFn])[ ]*+(?:=++[ ]++)?(?=[\dnTR\[oPF]|test result: )(?:"
     # pytest: "=== 3 failed, 10 passed, 1 error in 0.52s ===", "2 failed in 1.10 seconds"
     r"(?P<pytest>(?:\d+ (?:failed|passed|skipped|deselected|xfailed|xpassed|warnings?|errors?"
     r"|rerun)(?:, |[ ]))+|no tests ran[ ])in \d+(?:\.\d+)?[ ]?s"
@@ -673,7 +674,7 @@ def _match_reading(lines: list[bytes]) -> tuple[str, int, bool]:
                 number = int(count[1])
                 return _short(f"#{number}"), number, True
     if len(found) > 1:
-        header = next(line for line in lines if line.strip())
+        header = lines[0] if lines[0].strip() else next(line for line in lines if line.strip())
         if _RX.header_re.match(header):  # "Found 3 files" above the list
             found.discard(header.strip())
     h = _new_hash()
@@ -741,11 +742,13 @@ def _cut(text: str, limit: int = HEAD_CHARS) -> str:
 def _head(scrubbed_start: bytes) -> str:
     """The start of a scrubbed text on one line, white space collapsed, cut at HEAD_CHARS.
 
-    The first 200 bytes nearly always give more than HEAD_CHARS characters; what they give is
-    the start of what all would give, so the cut is the same.
+    A few bytes more than HEAD_CHARS nearly always give more than HEAD_CHARS characters; what
+    a start gives is the start of what all would give, so the cut is the same.
     """
-    if len(scrubbed_start) > 4 * HEAD_CHARS:
-        short = " ".join(scrubbed_start[: 4 * HEAD_CHARS].decode("utf-8", "ignore").split())
+    for size in (2 * HEAD_CHARS, 5 * HEAD_CHARS):
+        if len(scrubbed_start) <= size:
+            break
+        short = " ".join(scrubbed_start[:size].decode("utf-8", "ignore").split())
         if len(short) > HEAD_CHARS:
             return short[: HEAD_CHARS - 1].rstrip() + "…"
     return _cut(" ".join(scrubbed_start.decode("utf-8", "ignore").split()))
@@ -953,6 +956,8 @@ def _read_small(
         failing,
         files,
     )
+    if len(files) > 8:  # the cache keeps few file states
+        return readings
     _known[key] = readings
     if len(_known) > KNOWN:
         with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # evicted already
