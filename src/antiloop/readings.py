@@ -60,7 +60,7 @@ SLICE = 1024 * 1024
 SMALL = 256 * 1024
 """Output and error up to this many characters together are read whole, through the cache."""
 
-KNOWN = 512
+KNOWN = 1024
 """How many recent texts' readings the cache keeps."""
 
 
