@@ -93,3 +93,50 @@ def test_values_of_sensitive_keys_are_replaced_whole() -> None:
 def test_sensitive_keys(key: str, sensitive: bool) -> None:
     """Keys are sensitive when they name a secret."""
     assert is_sensitive_key(key) is sensitive
+
+
+TRICKY = [
+    *(text for text, _ in SECRETS),
+    "tests/test_m1.py::test_1 PASSED\nmax_tokens: 512\nauthor: Ann",
+    "KeyError: 'x'\nmonkey=1 apikey: k3y auth_header=Basic YWxhZGRpbjpvcGVu",
+    "git clone https://user@host/x and ssh git@github.com:a/b",
+    "--passphrase 'open sesame' --no-password -p x",
+    "ASIA1234567890ABCDEF and AKIAshort and sk-short and xoxp-1234567890-a",
+    "-----BEGIN PUBLIC KEY-----\nabc\n-----END PUBLIC KEY-----",
+    "SECRET_KEY = 'x'\nAccess-Key: y\nACCESSKEY=z\ntoken:'t'",
+    "na\u00efve caf\u00e9 password=\u00fcber-geheim \u2603",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_literal_prefilters_never_change_the_result(text: str) -> None:
+    """Skipping a pattern whose literals are absent gives what running every pattern gives."""
+    from antiloop import redact
+
+    expected = text
+    for pattern in (
+        redact._PEM,
+        redact._PROVIDER,
+        redact._AUTH,
+        redact._URL,
+        redact._FLAG,
+        redact._KV,
+    ):
+        expected = pattern.sub(redact._replace, expected)
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "pa\u017fsword=hunter2",
+        "\u017fecret: hunter2",
+        "api_to\u212aen=hunter2",
+        "ap\u0130_key=hunter2",
+    ],
+)
+def test_letters_that_ignorecase_folds_do_not_hide_a_key(text: str) -> None:
+    """A key word spelt with the long s, the Kelvin sign or a dotted I is still redacted."""
+    out = redact_text(text)
+    assert "hunter2" not in out
+    assert REDACTED in out

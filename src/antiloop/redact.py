@@ -51,48 +51,18 @@ _PATTERNS = [
     r"(?P<kvp>(?<![\w-])[\w.-]*" + _KEY_WORDS + r"[\"']?\s*[=:]\s*)"
     r"(?P<kv>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'}\])]+)",
 ]
-_KEY_LITERALS = (
-    "password",
-    "passwd",
-    "passphrase",
-    "secret",
-    "token",
-    "api_key",
-    "api-key",
-    "apikey",
-    "access_key",
-    "access-key",
-    "accesskey",
-    "auth",
+_PEM, _PROVIDER, _AUTH, _URL, _FLAG, _KV = (
+    re.compile(_PATTERNS[0], re.DOTALL),
+    re.compile(_PATTERNS[1]),
+    re.compile(_PATTERNS[2], re.IGNORECASE),
+    re.compile(_PATTERNS[3], re.IGNORECASE),
+    re.compile(_PATTERNS[4], re.IGNORECASE),
+    re.compile(_PATTERNS[5], re.IGNORECASE),
 )
-# Each rule runs only when one of its literals is in the lower-cased text: most outputs hold
-# none, and a few substring checks cost far less than the patterns. Provider keys and PEM
-# headers are matched case-sensitively (AKIA, AIza); the rest ignore case.
-_RULES: list[tuple[tuple[str, ...], re.Pattern[str]]] = [
-    (("private key",), re.compile(_PATTERNS[0], re.DOTALL)),
-    (
-        (
-            "sk-",
-            "akia",
-            "asia",
-            "ghp_",
-            "gho_",
-            "ghu_",
-            "ghs_",
-            "ghr_",
-            "github_pat_",
-            "xox",
-            "aiza",
-            "glpat-",
-        ),
-        re.compile(_PATTERNS[1]),
-    ),
-    (("bearer", "basic"), re.compile(_PATTERNS[2], re.IGNORECASE)),
-    (("@",), re.compile(_PATTERNS[3], re.IGNORECASE)),
-    (_KEY_LITERALS, re.compile(_PATTERNS[4], re.IGNORECASE)),
-    (_KEY_LITERALS, re.compile(_PATTERNS[5], re.IGNORECASE)),
-]
-_LITERALS = frozenset(literal for literals, _ in _RULES for literal in literals)
+# The characters ``re.IGNORECASE`` matches to an ASCII letter that ``str.lower`` does not
+# lower to that letter alone (dotted and dotless i, long s); the Kelvin sign lowers to k.
+_KEY_LITERALS = ("api_key", "api-key", "apikey", "access_key", "access-key", "accesskey")
+_FOLD = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
 _SENSITIVE_KEY = re.compile(
     r"password|passwd|passphrase|secret|token|api[_-]?key|apikey|credential|private[_-]?key",
     re.IGNORECASE,
@@ -115,19 +85,41 @@ def _replace(match: re.Match[str]) -> str:
 def redact_text(text: str) -> str:
     """The text with every secret it holds replaced by ``[REDACTED]``.
 
+    Each pattern runs only when the text holds the literals every match of it needs (most
+    outputs hold none, and a substring check is a C loop that costs far less than a pattern):
+    provider keys and PEM headers are matched case-sensitively, the rest on the lower-cased
+    text with the few characters that ``re.IGNORECASE`` folds to ASCII letters folded too.
+
     Args:
         text: any text (a command, a tool's output, an error).
 
     Returns:
         The text, unchanged when it holds no secret.
     """
-    low = text.lower()
-    present = {literal for literal in _LITERALS if literal in low}
-    if not present:
-        return text
-    for literals, pattern in _RULES:
-        if not present.isdisjoint(literals):
-            text = pattern.sub(_replace, text)
+    low = text.lower() if text.isascii() else text.translate(_FOLD).lower()
+    if "PRIVATE KEY" in text:
+        text = _PEM.sub(_replace, text)
+    if (
+        ("-" in text and ("sk-" in text or "xox" in text or "glpat-" in text))
+        or ("A" in text and ("AKIA" in text or "ASIA" in text or "AIza" in text))
+        or ("_" in text and ("gh" in text or "github_pat_" in text))
+    ):
+        text = _PROVIDER.sub(_replace, text)
+    if "bearer" in low or "basic" in low:
+        text = _AUTH.sub(_replace, text)
+    if "@" in text and "://" in text:
+        text = _URL.sub(_replace, text)
+    if (
+        "secret" in low
+        or "token" in low
+        or "auth" in low
+        or ("pass" in low and ("passw" in low or "passphrase" in low))
+        or ("key" in low and any(k in low for k in _KEY_LITERALS))
+    ):
+        if "-" in text:
+            text = _FLAG.sub(_replace, text)
+        if "=" in text or ":" in text:
+            text = _KV.sub(_replace, text)
     return text
 
 
@@ -145,7 +137,9 @@ def redact_value(value: Any) -> Any:
     """
     if isinstance(value, str):
         return redact_text(value)
-    if isinstance(value, Mapping):
+    if value is None or isinstance(value, int | float):
+        return value
+    if isinstance(value, dict | Mapping):
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)

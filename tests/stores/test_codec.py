@@ -139,3 +139,60 @@ def test_state_cache_hands_back_what_it_saved_only_for_the_same_bytes() -> None:
     other = encode_state(SessionState(steps=2))
     assert cache.load("s", other).steps == 2
     assert cache.load("s", None) == SessionState()
+
+
+def _v1_bytes(state: SessionState) -> bytes:
+    """The state in format version 1 (steps nested as tuples, not marshalled bytes)."""
+    import marshal
+
+    new = marshal.loads(encode_state(state)[1:])  # noqa: S302 - our own bytes
+    streams = tuple(
+        (agent, (s[0], tuple(marshal.loads(b) for b in s[1]), *s[2:]))  # noqa: S302
+        for agent, s in new[3]
+    )
+    return bytes([1]) + marshal.dumps((*new[:3], streams, new[4]), 4)
+
+
+def test_format_version_1_is_still_read() -> None:
+    """States written by the previous format (version 1) decode to the same state."""
+    guard = Guard()
+    for i in range(5):
+        guard.record(Step(tool="bash", args={"command": f"ls {i % 2}"}, output="x"))
+    state = guard.store.peek("default")
+    assert state is not None
+    assert VERSION == 2
+    assert decode_state(_v1_bytes(state)) == state
+
+
+def test_a_window_that_moves_is_encoded_as_it_now_is() -> None:
+    """A record appended, dropped or replaced in a window shows in the next encoding."""
+    readings = Readings("e", None, "s", "h", None, None, False, None, None, ())
+    records = [StepRecord(i, "t", "o", f"p{i}", "c", readings) for i in range(6)]
+    stream = StreamState(records[:3], [])
+    state = SessionState(steps=3, streams={"a": stream})
+    assert decode_state(encode_state(state)) == state
+    assert decode_state(encode_state(state)) == state  # the memoised window
+    stream.window.append(records[3])
+    del stream.window[0]
+    assert decode_state(encode_state(state)).streams["a"].window == records[1:4]
+    stream.window[1] = records[5]
+    assert decode_state(encode_state(state)).streams["a"].window == [
+        records[1],
+        records[5],
+        records[3],
+    ]
+    stream.window.clear()
+    assert decode_state(encode_state(state)).streams["a"].window == []
+
+
+def test_state_cache_takes_only_a_state_saved_at_the_same_version() -> None:
+    """take() hands out the saved object only for the version it was saved with."""
+    cache = StateCache()
+    state = SessionState(steps=1)
+    cache.saved("s", encode_state(state), state, version=7)
+    assert cache.take("s", 8) is None
+    assert cache.take("s", None) is None
+    assert cache.take("s", 7) is state
+    assert cache.take("s", 7) is None  # handed out: the store saves it back
+    cache.saved("s", encode_state(state), state)
+    assert cache.take("s", None) is None

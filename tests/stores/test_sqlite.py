@@ -238,3 +238,54 @@ def test_sigkill_mid_writes_leaves_a_store_that_opens_and_verifies(tmp_path: Pat
         .action
         is Action.CONTINUE
     )
+
+
+def _event(session: str, n: int) -> Any:
+    from antiloop.audit import AuditEvent
+
+    return AuditEvent("step", session, float(n), output=f"out {n}")
+
+
+def test_a_store_sees_what_another_connection_wrote_between_its_transactions(
+    tmp_path: Path,
+) -> None:
+    """The state and audit head a store wrote last are reused only while nobody else wrote."""
+    path = tmp_path / "a.db"
+    one, two = SQLiteStore(path), SQLiteStore(path)
+    for n in range(6):
+        writer = one if n % 3 else two  # runs of one writer, then the other
+        with writer.transaction("s") as state:
+            state.steps += 1
+            writer.append_audit(_event("s", n))
+        if n == 3:
+            one.close()  # a reopened connection numbers its data versions afresh
+    with one.transaction("s") as state:
+        assert state.steps == 6
+    assert one.verify_audit() == []
+    assert [r.seq for r in one.audit_records()] == [1, 2, 3, 4, 5, 6]
+    one.close()
+    two.close()
+
+
+def test_an_append_rolled_back_leaves_the_head_where_it_was(tmp_path: Path) -> None:
+    """A transaction that appends and then fails does not move the head the next one chains on."""
+    store = SQLiteStore(tmp_path / "a.db")
+    with store.transaction("s") as state:
+        state.steps += 1
+        store.append_audit(_event("s", 1))
+
+    def fail() -> None:
+        with store.transaction("s") as state:
+            state.steps += 1
+            store.append_audit(_event("s", 2))
+            raise RuntimeError("judging failed")
+
+    with pytest.raises(RuntimeError):
+        fail()
+    store.append_audit(_event("s", 3))  # outside a transaction: reads the head
+    with store.transaction("s") as state:
+        assert state.steps == 1
+        store.append_audit(_event("s", 4))
+    assert store.verify_audit() == []
+    assert [r.at for r in store.audit_records()] == [1.0, 3.0, 4.0]
+    store.close()

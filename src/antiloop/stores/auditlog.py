@@ -22,10 +22,12 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from antiloop.audit import AuditEvent
 from antiloop.redact import redact_text, redact_value
+from antiloop.verdict import Action
 
 __all__ = [
     "DEFAULT_CAP",
@@ -47,7 +49,26 @@ GENESIS = "0" * 64
 """The ``prev`` of the first record."""
 
 # Bodies are hashed as stored, so no canonical key order is needed: they are built in one order.
-_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
+# One C encoder serves every call (``JSONEncoder.encode`` makes one per call, which costs more
+# than encoding a record); its output is ``json.dumps(o, separators=(",", ":"))``. Values are
+# redacted copies (plain trees) before they get here, so no circular check is needed.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
+_c_encoder = (
+    c_make_encoder(
+        None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    if c_make_encoder is not None
+    else None
+)
+
+
+def _dumps(value: Any) -> str:
+    if _c_encoder is None:  # pragma: no cover - CPython has the C encoder
+        return _ENCODER.encode(value)
+    return "".join(_c_encoder(value, 0))
+
+
+_ACTIONS = {action: action.name.lower() for action in Action}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +233,7 @@ def build_record(event: AuditEvent, seq: int, prev: str, cap: int = DEFAULT_CAP)
         body["exit_code"] = event.exit_code
     verdict = event.verdict
     if verdict is not None:
-        body["action"] = verdict.action.name.lower()
+        body["action"] = _ACTIONS[verdict.action]
         if verdict.detector is not None:
             body["detector"] = verdict.detector
         if verdict.outcome is not None:

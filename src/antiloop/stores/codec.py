@@ -1,18 +1,22 @@
 """The session-state codec: ``SessionState`` to compact, versioned bytes and back.
 
-The bytes are one format byte (the version, now 1) and then nested tuples of plain values
-written with ``marshal`` format 4 (strings, ints, floats, bools, None: no code, nothing
-executable; five times faster than JSON here, and read by every Python 3 since 3.4)::
+The bytes are one format byte (the version, now 2) and then nested tuples of plain values
+written with ``marshal`` format 4 (strings, ints, floats, bools, None, bytes: no code,
+nothing executable; five times faster than JSON here, and read by every Python 3 since 3.4)::
 
     (steps, goal, goal_vector, ((agent, stream), ...), ended)
 
 A stream is ``(window_len, (step, ...), messages_len, (message, ...), run, fail_tool,
 fails, fail_steps, blanks, ((digest, fingerprint), ...))``; a step ``(index, tool, operation,
-procedure, context, readings, same_as)``; readings are their ten fields in order; a vector is
+procedure, context, readings, same_as)``, itself marshalled to bytes in version 2 (version 1,
+still read, nests the tuple); readings are their ten fields in order; a vector is
 ``(typecode, its little-endian bytes)``; a verdict ``(action, detector, outcome, fingerprint,
-reason, hint, evidence, escalate_to)``. The guard keeps the windows to their
-bounds. Readings are immutable and repeat from step to step (a window is mostly the previous
-one), so decoded ones are memoised.
+reason, hint, evidence, escalate_to)``. The guard keeps the windows to their bounds.
+
+A window is mostly the previous step's window: a step record never changes once in it, so
+its bytes are made once and memoised by identity, and writing a state copies a few byte
+strings instead of walking a few hundred objects. Readings repeat from step to step, so
+decoded ones are memoised too.
 
 Example:
     >>> from antiloop.history import SessionState
@@ -25,6 +29,7 @@ from __future__ import annotations
 import marshal
 import sys
 from array import array
+from operator import is_
 from typing import Any
 
 from antiloop.errors import StoreError
@@ -34,17 +39,19 @@ from antiloop.verdict import Action, Verdict
 
 __all__ = ["VERSION", "StateCache", "decode_state", "encode_state"]
 
-VERSION = 1
-"""The format version this antiloop writes (and the newest it reads)."""
+VERSION = 2
+"""The format version this antiloop writes (and the newest it reads; it reads 1 too)."""
 
 _MARSHAL = 4
 _HEADER = bytes([VERSION])
+_READS = (1, 2)
 _SWAP = sys.byteorder != "little"
 _MEMO_MAX = 4096
 _readings_memo: dict[tuple[Any, ...], Readings] = {}
-# A step record is never changed once in a window: its encoded form is memoised by identity
-# (the record is kept in the value, so its id cannot be reused while the entry lives).
-_step_memo: dict[int, tuple[StepRecord, tuple[Any, ...]]] = {}
+# A step record is never changed once in a window, and a window is mostly the one before:
+# each stream's encoded window is memoised by the stream's identity, with the records it was
+# made of (kept in the entry, so neither their ids nor the stream's can be reused meanwhile).
+_window_memo: dict[int, tuple[StreamState, tuple[StepRecord, ...], tuple[bytes, ...]]] = {}
 
 
 def _vec_out(vec: array[Any] | None) -> tuple[str, bytes] | None:
@@ -83,12 +90,9 @@ def _verdict_in(d: tuple[Any, ...]) -> Verdict:
     return Verdict(Action(d[0]), d[1], d[2], d[3], d[4], d[5], tuple(d[6]), d[7])
 
 
-def _step_out(r: StepRecord) -> tuple[Any, ...]:
-    hit = _step_memo.get(id(r))
-    if hit is not None and hit[0] is r:
-        return hit[1]
+def _step_out(r: StepRecord) -> bytes:
     g = r.readings
-    out = (
+    data = (
         r.index,
         r.tool,
         r.operation,
@@ -108,9 +112,25 @@ def _step_out(r: StepRecord) -> tuple[Any, ...]:
         ),
         tuple(None if s is None else (s.label, s.digest) for s in r.same_as),
     )
-    if len(_step_memo) >= _MEMO_MAX:
-        _step_memo.clear()
-    _step_memo[id(r)] = (r, out)
+    return marshal.dumps(data, _MARSHAL)
+
+
+def _window_out(s: StreamState) -> tuple[bytes, ...]:
+    window = tuple(s.window)
+    memo = _window_memo
+    hit = memo.pop(id(s), None)
+    if hit is not None and hit[0] is s:
+        done = hit[1]
+        if len(done) == len(window) and all(map(is_, done, window)):
+            out = hit[2]
+        else:
+            known = dict(zip(map(id, done), hit[2], strict=True))
+            out = tuple([known.get(id(r)) or _step_out(r) for r in window])
+    else:
+        out = tuple([_step_out(r) for r in window])
+    if len(memo) >= _MEMO_MAX:
+        del memo[next(iter(memo))]
+    memo[id(s)] = (s, window, out)
     return out
 
 
@@ -130,7 +150,12 @@ def _readings_in(g: tuple[Any, ...]) -> Readings:
     return readings
 
 
-def _step_in(d: tuple[Any, ...]) -> StepRecord:
+def _step_in(data: tuple[Any, ...] | bytes) -> StepRecord:
+    d: tuple[Any, ...] = (
+        marshal.loads(data)  # noqa: S302 - plain values
+        if isinstance(data, bytes)
+        else data
+    )
     same = tuple(None if s is None else SameResult(s[0], s[1]) for s in d[6])
     return StepRecord(d[0], d[1], d[2], d[3], d[4], _readings_in(d[5]), same)
 
@@ -138,7 +163,7 @@ def _step_in(d: tuple[Any, ...]) -> StepRecord:
 def _stream_out(s: StreamState) -> tuple[Any, ...]:
     return (
         len(s.window),
-        tuple([_step_out(r) for r in s.window]),
+        _window_out(s),
         len(s.messages),
         tuple([(m.index, m.text, m.masked, m.blank, _vec_out(m.vector)) for m in s.messages]),
         s.run,
@@ -184,13 +209,14 @@ def decode_state(data: bytes | bytearray | memoryview) -> SessionState:
     if not raw:
         raise StoreError("a stored session state is empty")
     version = raw[0]
-    if version != VERSION:
+    if version not in _READS:
         if raw[:1] in (b"{", b"["):
             raise StoreError("a stored session state is JSON, not an antiloop format")
         newer = "a newer" if version > VERSION else "an older, unsupported"
         raise StoreError(
             f"a stored session state is in format version {version}, written by {newer} "
-            f"antiloop; this one reads version {VERSION}: upgrade antiloop, or use another store"
+            f"antiloop; this one reads version {VERSION} (and 1): upgrade antiloop, or use "
+            "another store"
         )
     try:
         steps, goal, goal_vec, streams, ended = marshal.loads(raw[1:])  # noqa: S302 - plain values
@@ -209,17 +235,19 @@ def decode_state(data: bytes | bytearray | memoryview) -> SessionState:
 
 
 class StateCache:
-    """The states a store object saved last, to skip decoding what it wrote itself.
+    """The states a store object saved last, to skip decoding (or reading) what it wrote.
 
     A store reads a session's bytes inside its lock; when they are the bytes this store object
-    saved, the state object it saved is handed out again instead of a decoded copy. A failed
-    transaction drops its session (the object may be half changed).
+    saved, the state object it saved is handed out again instead of a decoded copy. A store
+    that can tell that nobody else wrote since (a data version that only others' writes
+    change, read inside its lock) saves with that version and ``take``s the state without
+    reading it at all. A failed transaction drops its session (the object may be half changed).
     """
 
     __slots__ = ("_entries", "_size")
 
     def __init__(self, size: int = 256) -> None:
-        self._entries: dict[str, tuple[bytes, SessionState]] = {}
+        self._entries: dict[str, tuple[bytes, SessionState, object]] = {}
         self._size = size
 
     def load(self, session: str, data: bytes | None) -> SessionState:
@@ -232,10 +260,23 @@ class StateCache:
             return hit[1]
         return decode_state(data)
 
-    def saved(self, session: str, data: bytes, state: SessionState) -> None:
-        """Remember that ``state`` was saved as ``data``."""
+    def take(self, session: str, version: object) -> SessionState | None:
+        """The state saved with ``version``, or None (absent, or saved with another version).
+
+        A state handed out leaves the cache (the store saves it back); otherwise the entry
+        stays, for ``load`` to compare with the bytes read.
+        """
         entries = self._entries
-        entries[session] = (data, state)
+        hit = entries.get(session)
+        if hit is None or version is None or hit[2] != version:
+            return None
+        del entries[session]
+        return hit[1]
+
+    def saved(self, session: str, data: bytes, state: SessionState, version: object = None) -> None:
+        """Remember that ``state`` was saved as ``data`` (at ``version``, if the store has one)."""
+        entries = self._entries
+        entries[session] = (data, state, version)
         if len(entries) > self._size:
             del entries[next(iter(entries))]
 

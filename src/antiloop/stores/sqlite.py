@@ -66,18 +66,22 @@ _PUT_STATE = (
     "INSERT INTO sessions (id, state, updated) VALUES (?, ?, ?) "
     "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated = excluded.updated"
 )
+_SET_STATE = "UPDATE sessions SET state = ?, updated = ? WHERE id = ?"
 _GET_HEAD = "SELECT value FROM meta WHERE key = 'audit_head'"
-_PUT_HEAD = "INSERT OR REPLACE INTO meta (key, value) VALUES ('audit_head', ?)"
+_SET_HEAD = "UPDATE meta SET value = ? WHERE key = 'audit_head'"
+_NEW_HEAD = "INSERT INTO meta (key, value) VALUES ('audit_head', ?)"
+_DATA_VERSION = "PRAGMA data_version"
 _PUT_AUDIT = "INSERT INTO audit (seq, session, kind, at, body, hash) VALUES (?, ?, ?, ?, ?, ?)"
 
 
 class _Transaction:
-    __slots__ = ("_session", "_state", "_store")
+    __slots__ = ("_saved", "_session", "_state", "_store")
 
     def __init__(self, store: SQLiteStore, session: str) -> None:
         self._store = store
         self._session = session
         self._state: SessionState | None = None
+        self._saved = False  # the session has a row (an UPDATE saves it)
 
     def __enter__(self) -> SessionState:
         store = self._store
@@ -89,8 +93,19 @@ class _Transaction:
             except sqlite3.Error as exc:
                 raise store._failed("could not lock the database", exc) from exc
             try:
-                row = db.execute(_GET_STATE, (self._session,)).fetchone()
-                state = store._states.load(self._session, None if row is None else row[0])
+                # Only other connections' commits change the data version: unchanged since
+                # this store's last transaction, the state it saved then is the one stored.
+                version = db.execute(_DATA_VERSION).fetchone()[0]
+                if version != store._version:
+                    store._version = version
+                    store._head = None
+                state = store._states.take(self._session, version)
+                if state is None:
+                    row = db.execute(_GET_STATE, (self._session,)).fetchone()
+                    state = store._states.load(self._session, None if row is None else row[0])
+                    self._saved = row is not None
+                else:
+                    self._saved = True
             except BaseException as exc:
                 _rollback(db)
                 if isinstance(exc, sqlite3.Error):
@@ -117,9 +132,13 @@ class _Transaction:
                 assert self._state is not None  # noqa: S101
                 try:
                     data = encode_state(self._state)
-                    db.execute(_PUT_STATE, (self._session, data, store.clock()))
+                    if self._saved:
+                        db.execute(_SET_STATE, (data, store.clock(), self._session))
+                    else:
+                        db.execute(_PUT_STATE, (self._session, data, store.clock()))
                     db.execute("COMMIT")
-                    store._states.saved(self._session, data, self._state)
+                    store._head_pending = False
+                    store._states.saved(self._session, data, self._state, store._version)
                 except sqlite3.Error as err:
                     _rollback(db)
                     raise store._failed("could not save a session", err) from err
@@ -131,6 +150,9 @@ class _Transaction:
         finally:
             if db.in_transaction or kind is not None:
                 store._states.drop(self._session)
+            if store._head_pending:
+                store._head = None  # not committed: the head it moved to was not written
+                store._head_pending = False
             store._in_tx = False
             store._lock.release()
 
@@ -190,6 +212,11 @@ class SQLiteStore:
         self._in_tx = False
         self._puts = 0
         self._states = StateCache()
+        # The data version read in the last transaction, and the audit head as this store
+        # wrote it at that version (None: read it). _head_pending: appended, not committed.
+        self._version: int | None = None
+        self._head: tuple[int, str] | None = None
+        self._head_pending = False
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -372,29 +399,43 @@ class SQLiteStore:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+            # Data versions are a connection's own numbers: the next one starts afresh, so
+            # nothing saved at this one's may be taken unread.
+            self._version = None
+            self._head = None
+            self._states = StateCache()
 
     # -- audit ----------------------------------------------------------------------------
 
     def append_audit(self, event: AuditEvent) -> None:
         """Keep an event; inside ``transaction()`` it commits with the state."""
+        self._write(lambda db: self._append(db, event))
+
+    def _append(self, db: sqlite3.Connection, event: AuditEvent) -> None:
+        """Chain the event after the head and move the head (in the caller's transaction).
+
+        Inside ``transaction()`` the head comes from this store's last write when the data
+        version says nobody else wrote since (see ``_Transaction``), else from the database.
+        """
         from antiloop.stores.auditlog import GENESIS, build_record
 
-        cap = self.audit_cap
-
-        def append(db: sqlite3.Connection) -> None:
-            head = db.execute(_GET_HEAD).fetchone()
-            if head is None:
-                seq, prev = 0, GENESIS
+        head = self._head if self._in_tx else None
+        if head is None:
+            found = db.execute(_GET_HEAD).fetchone()
+            if found is None:
+                head = (0, GENESIS)
             else:
-                text, _, prev = head[0].partition(" ")
-                seq = int(text)
-            row = build_record(event, seq + 1, prev, cap)
-            db.execute(
-                _PUT_AUDIT, (row.seq, event.session, event.kind, event.at, row.body, row.hash)
-            )
-            db.execute(_PUT_HEAD, (f"{row.seq} {row.hash}",))
-
-        self._write(append)
+                text, _, prev = found[0].partition(" ")
+                head = (int(text), prev)
+        row = build_record(event, head[0] + 1, head[1], self.audit_cap)
+        db.execute(_PUT_AUDIT, (row.seq, event.session, event.kind, event.at, row.body, row.hash))
+        if db.execute(_SET_HEAD, (f"{row.seq} {row.hash}",)).rowcount == 0:
+            db.execute(_NEW_HEAD, (f"{row.seq} {row.hash}",))
+        if self._in_tx:  # the transaction's end keeps it (commit) or drops it
+            self._head = (row.seq, row.hash)
+            self._head_pending = True
+        else:
+            self._head = None
 
     def _rows(self, session: str | None, since_seq: int) -> list[AuditRow]:
         from antiloop.stores.auditlog import AuditRow
