@@ -18,6 +18,7 @@ SUITES = {
     "engine": "bench.engine",
     "scan": "bench.scan",
     "serve": "bench.serve",
+    "hooks": "bench.hooks",
     "stores": "bench.stores",
     "termination": "bench.termination",
 }

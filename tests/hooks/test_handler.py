@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.hooks.conftest import Call
 from tests.hooks.payloads import CLAUDE_EVENTS, CODEX_EVENTS, GEMINI_EVENTS, ClaudeSession
 
@@ -121,6 +122,12 @@ def test_risky_tools_are_asked_about(call: Call) -> None:
     assert ask is not None
     assert ask["hookSpecificOutput"]["permissionDecision"] == "ask"
     assert call(s.pre("Read", {"file_path": "/home/dev/game/a.ts"})) is None
+
+
+@pytest.mark.parametrize("tool", ["TodoWrite", "Agent", "Task", "AskUserQuestion", "ExitPlanMode"])
+def test_the_agents_bookkeeping_tools_are_not_asked_about(call: Call, tool: str) -> None:
+    """Todo lists, subagent launches and questions to the person need no approval."""
+    assert call(ClaudeSession("internal").pre(tool, {"x": 1})) is None
 
 
 def test_the_permission_mode_is_respected(call: Call) -> None:

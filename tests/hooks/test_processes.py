@@ -162,7 +162,7 @@ def check(scripted: Scripted, store_url: str) -> None:
         goals = [r for s in sessions for r in store.audit_records(s) if r.detector == "goal"]
         assert goals, f"{cid}: no goal verdict in the audit log"
         return
-    assert fired, f"{cid}: nothing fired"
+    assert fired, (cid, [(i.role, i.step, i.answer) for i in scripted.invocations])
     hit = fired[0]
     if cid in EARLIER:
         assert hit.step <= first["index"], cid

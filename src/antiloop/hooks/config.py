@@ -34,9 +34,36 @@ if TYPE_CHECKING:
     from antiloop.approval.policy import ApprovalPolicy
     from antiloop.config import GuardConfig
 
-__all__ = ["CONFIG_NAME", "HookConfig", "fail_mode", "find_config", "load_hook_config"]
+__all__ = [
+    "AGENT_INTERNAL_TOOLS",
+    "CONFIG_NAME",
+    "HookConfig",
+    "fail_mode",
+    "find_config",
+    "load_hook_config",
+]
 
 CONFIG_NAME = "antiloop.toml"
+#: the agents' own bookkeeping tools: they change nothing outside the agent, so no one is asked
+AGENT_INTERNAL_TOOLS = (
+    "TodoWrite",
+    "Task",
+    "Agent",
+    "AskUserQuestion",
+    "ExitPlanMode",
+    "EnterPlanMode",
+    "BashOutput",
+    "KillShell",
+    "KillBash",
+    "Skill",
+    "SlashCommand",
+    "ListMcpResourcesTool",
+    "ReadMcpResourceTool",
+    "NotebookRead",
+    "write_todos",
+    "update_plan",
+    "view_image",
+)
 DEFAULT_DEADLINE = 10.0
 _HOOK_KEYS = ("approval", "deadline", "fail")
 
@@ -74,12 +101,22 @@ class HookConfig:
         return GuardConfig.from_mapping(data, self.source or "hook defaults")
 
     def approval_policy(self) -> ApprovalPolicy:
-        """The approval policy (the shipped default unless ``[approval]`` says otherwise)."""
-        from antiloop.approval.policy import ApprovalPolicy
+        """The approval policy (the shipped default unless ``[approval]`` says otherwise).
 
-        if self.policy is None:
-            return ApprovalPolicy()
-        return ApprovalPolicy.from_mapping(self.policy, f"{self.source} [approval]")
+        After the file's own rules comes one more: the agents' bookkeeping tools
+        (``AGENT_INTERNAL_TOOLS``: TodoWrite, Task, AskUserQuestion...) are allowed.
+        """
+        from dataclasses import replace
+
+        from antiloop.approval.policy import ApprovalPolicy, Rule
+
+        policy = (
+            ApprovalPolicy()
+            if self.policy is None
+            else ApprovalPolicy.from_mapping(self.policy, f"{self.source} [approval]")
+        )
+        internal = Rule("allow", tools=AGENT_INTERNAL_TOOLS, name="agent bookkeeping")
+        return replace(policy, rules=(*policy.rules, internal))
 
 
 def fail_mode(env: Mapping[str, str], config: HookConfig | None = None) -> str:

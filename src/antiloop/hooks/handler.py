@@ -176,6 +176,7 @@ class HookHandler:
                 store = open_store(store or default_store_url())
             if self._timeout is not None and hasattr(store, "timeout"):
                 store.timeout = min(store.timeout, self._timeout)
+            _open(store)
             config = self.config.guard_config()
             config = replace(config, allow_repeat_tools=(*config.allow_repeat_tools, TURN_END))
             embedder = LazyEmbedder(config.embedder)
@@ -366,6 +367,27 @@ class HookHandler:
             return ""
         messages = pop(session)
         return "\n".join(f"A person says: {m}" for m in messages)
+
+
+_OPEN_TRIES = 3
+
+
+def _open(store: Store) -> None:
+    """Connect now, trying again when a parallel hook process was creating the database.
+
+    The first hook processes of a fresh install (a parallel tool batch) race to create the
+    schema; one that looks in the middle of another's creation can see tables without the
+    ``application_id`` and take the file for another program's. A second look sees it whole.
+    """
+    from antiloop.errors import StoreError
+
+    for attempt in range(_OPEN_TRIES):
+        try:
+            store.peek("")
+            return
+        except StoreError:
+            if attempt == _OPEN_TRIES - 1:
+                raise
 
 
 class StoreFailed(RuntimeError):

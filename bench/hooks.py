@@ -1,0 +1,231 @@
+"""The hook path: `antiloop hook claude-code`, a fresh process per event, beside `python -c pass`.
+
+Every figure is a wall-clock time of a whole process (start, imports, stdin, the store, the
+answer), measured interleaved with the bare interpreter so that both see the same machine load.
+The import costs come from `python -X importtime` on the same command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+PYTHON = sys.executable
+ANTILOOP = str(Path(PYTHON).with_name("antiloop"))
+SRC = Path(__file__).resolve().parents[1] / "src" / "antiloop"
+TARGET_MS = 60.0
+# What any hook on the standard library's SQLite and json imports before doing anything.
+STDLIB = "import json, sqlite3, re, dataclasses, hashlib, threading, logging, typing, enum, pathlib"
+TARGET_RATIO = 2.5
+
+# The hook without the package's eager __init__: what a lazy antiloop/__init__.py would give.
+_LAZY = (
+    "import sys, types; m = types.ModuleType('antiloop'); m.__path__ = [{src!r}]; "
+    "sys.modules['antiloop'] = m; from antiloop.hooks.runner import run_hook; "
+    "a = run_hook('claude-code', sys.stdin.buffer.read()); sys.stdout.write(a.stdout)"
+)
+
+
+def _payload(kind: str, i: int) -> bytes:
+    base = {
+        "session_id": "bench",
+        "transcript_path": "/tmp/bench.jsonl",
+        "cwd": "/home/dev/game",
+        "permission_mode": "default",
+    }
+    path = f"/home/dev/game/src/file{i}.ts"
+    event: dict[str, Any]
+    if kind == "pre":
+        event = {"hook_event_name": "PreToolUse", "tool_name": "Read"}
+        event["tool_input"] = {"file_path": path}
+    elif kind == "pre-bash":
+        event = {"hook_event_name": "PreToolUse", "tool_name": "Bash"}
+        event["tool_input"] = {"command": f"npm test -- file{i}"}
+    else:
+        event = {
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Read",
+            "tool_input": {"file_path": path},
+            "tool_response": {"type": "text", "file": {"content": f"line {i}\n" * 20}},
+        }
+    return json.dumps({**base, **event, "tool_use_id": f"t{i}"}).encode()
+
+
+def _time(argv: list[str], data: bytes, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    proc = subprocess.run(argv, input=data, capture_output=True, env=env, check=False)
+    took = (time.perf_counter() - started) * 1000
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv} exited {proc.returncode}: {proc.stderr.decode()}")
+    return took
+
+
+def _q(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+
+
+def latencies(n: int, env: dict[str, str]) -> dict[str, list[float]]:
+    """Wall times in ms, interleaved round by round."""
+    runs: dict[str, tuple[list[str], str]] = {
+        "python -c pass": ([PYTHON, "-c", "pass"], ""),
+        "python -c 'import <stdlib the hook needs>'": ([PYTHON, "-c", STDLIB], ""),
+        "python -c 'import antiloop'": ([PYTHON, "-c", "import antiloop"], ""),
+        "hook PreToolUse (Read)": ([ANTILOOP, "hook", "claude-code"], "pre"),
+        "hook PreToolUse (Bash, policy asks)": ([ANTILOOP, "hook", "claude-code"], "pre-bash"),
+        "hook PostToolUse (Read, recorded)": ([ANTILOOP, "hook", "claude-code"], "post"),
+        "hook PreToolUse, lazy package __init__": (
+            [PYTHON, "-c", _LAZY.format(src=str(SRC))],
+            "pre",
+        ),
+    }
+    out: dict[str, list[float]] = defaultdict(list)
+    for argv, kind in runs.values():  # warm the OS caches and the store
+        _time(argv, _payload(kind, -1) if kind else b"", env)
+    hook = [ANTILOOP, "hook", "claude-code"]
+    for i in range(6):  # a session past min_steps, for the Stop row
+        _time(hook, _payload("post", 1_000_000 + i), env)
+    for i in range(n):
+        for name, (argv, kind) in runs.items():
+            out[name].append(_time(argv, _payload(kind, i) if kind else b"", env))
+        _time(hook, _stop_payload("prompt", i), env)
+        out[STOP_ROW].append(_time(hook, _stop_payload("stop", i), env))
+    return out
+
+
+STOP_ROW = "hook Stop (goal and stagnation checks, default embedder)"
+_SAID = (
+    "I made the double jump height configurable in the player settings.",
+    "The settings file now has a jumpHeight entry and the tests pass.",
+    "I could not find where the second jump is triggered yet.",
+    "Jumping twice now works; I added a test for the cooldown.",
+)
+
+
+def _stop_payload(kind: str, i: int) -> bytes:
+    base = {"session_id": "bench", "transcript_path": "/tmp/bench.jsonl", "cwd": "/tmp"}
+    event: dict[str, Any]
+    if kind == "prompt":
+        event = {
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "Make the double jump height configurable in the player settings.",
+        }
+    else:
+        event = {
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+            "last_assistant_message": _SAID[i % len(_SAID)],
+        }
+    return json.dumps({**base, **event}).encode()
+
+
+def import_costs(env: dict[str, str], rounds: int) -> tuple[dict[str, float], float, float]:
+    """Median self and cumulative import time (ms) per module on the hook path (PreToolUse)."""
+    selfs: dict[str, list[float]] = defaultdict(list)
+    totals: list[float] = []
+    ours: list[float] = []
+    for i in range(rounds):
+        proc = subprocess.run(
+            [PYTHON, "-X", "importtime", ANTILOOP, "hook", "claude-code"],
+            input=_payload("pre-bash", 10_000 + i),
+            capture_output=True,
+            env=env,
+            check=True,
+        )
+        total = 0.0
+        mine = 0.0
+        for line in proc.stderr.decode().splitlines():
+            m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \| (\s*)(\S+)", line)
+            if not m:
+                continue
+            self_ms = int(m.group(1)) / 1000
+            selfs[m.group(4)].append(self_ms)
+            total += self_ms
+            if m.group(4).startswith("antiloop"):
+                mine += self_ms
+        totals.append(total)
+        ours.append(mine)
+    med = {name: statistics.median(v) for name, v in selfs.items()}
+    return med, statistics.median(totals), statistics.median(ours)
+
+
+def _groups(costs: dict[str, float]) -> list[tuple[str, float]]:
+    """Self import time grouped: each antiloop module apart, the stdlib by top package."""
+    groups: dict[str, float] = defaultdict(float)
+    for name, ms in costs.items():
+        key = name if name.startswith("antiloop") else name.split(".")[0]
+        groups[key] += ms
+    return sorted(groups.items(), key=lambda kv: -kv[1])
+
+
+def run(quick: bool = False) -> str:
+    """Measure and return the markdown section."""
+    n = 12 if quick else 40
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANTILOOP_")}
+        env["ANTILOOP_STORE"] = f"sqlite:///{tmp}/bench.db"
+        # As installed: bytecode cached (kept out of the source tree, in a prefix of our own).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = f"{tmp}/pycache"
+        times = latencies(n, env)
+        costs, total_import, antiloop_import = import_costs(env, 3 if quick else 7)
+    floor_p50, floor_p95 = _q(times["python -c pass"])
+    lines = [
+        "## Hooks: `antiloop hook claude-code` per event, as a fresh process",
+        "",
+        f"Each row is {n} runs of a whole process (start, imports, stdin, SQLite store, answer), "
+        "interleaved round by round with `python -c pass` so that all rows see the same machine "
+        "load, with bytecode cached as in an installation (`PYTHONPYCACHEPREFIX` in a temporary "
+        "directory; this machine sets `PYTHONDONTWRITEBYTECODE`, under which every module whose "
+        "`.pyc` is stale is compiled again in each process). The row 'lazy package `__init__`' "
+        "runs the same hook with `antiloop/__init__.py` skipped, to show what making it lazy "
+        "would save on its own.",
+        "",
+        "| invocation | p50 | p95 | p50 / `python -c pass` |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, samples in times.items():
+        p50, p95 = _q(samples)
+        lines.append(f"| {name} | {p50:.0f} ms | {p95:.0f} ms | {p50 / floor_p50:.2f}x |")
+    lines.append(
+        "\nThe Stop row: after a prompt (not timed), the last message is judged for goal and "
+        "stagnation; with the `embed` extra the default embedder is MiniLM (ONNX), loaded by "
+        "the process on each Stop."
+    )
+    pre50 = _q(times["hook PreToolUse (Read)"])[0]
+    post50 = _q(times["hook PostToolUse (Read, recorded)"])[0]
+    worst = max(pre50, post50)
+    verdict = "met" if worst <= TARGET_MS and worst / floor_p50 <= TARGET_RATIO else "not met"
+    lines += [
+        "",
+        f"Target: p50 <= {TARGET_MS:.0f} ms and <= {TARGET_RATIO}x the bare interpreter "
+        f"(here {floor_p50:.0f} ms p50, {floor_p95:.0f} ms p95): **{verdict}** "
+        f"(PreToolUse {pre50:.0f} ms, PostToolUse {post50:.0f} ms).",
+        "",
+        "### Imports on the hook path (`python -X importtime`, PreToolUse of a Bash call)",
+        "",
+        f"All imports: {total_import:.0f} ms of self time (median of runs); antiloop's own "
+        f"modules: {antiloop_import:.0f} ms. By module (antiloop) or top-level package (the "
+        "rest), self time:",
+        "",
+        "| module | self ms |",
+        "|---|---:|",
+    ]
+    for name, ms in _groups(costs)[:25]:
+        lines.append(f"| `{name}` | {ms:.1f} |")
+    loaded = sorted(n for n in costs if n.startswith("antiloop"))
+    lines += ["", f"antiloop modules imported ({len(loaded)}): " + ", ".join(loaded) + "."]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(run(quick="--quick" in sys.argv))
