@@ -291,14 +291,32 @@ class Guard:
     # -- after a call ----------------------------------------------------------------------
 
     def record(self, step: Step | Mapping[str, Any]) -> Verdict:
-        """Record a step (a call and its result) and return the verdict on it."""
+        """Record a step (a call and its result) and return the verdict on it.
+
+        A store with ``judge(session, fn)`` (Redis) judges by compare-and-set, in one round
+        trip when it saved the session last: ``fn`` may run again on a fresh state when
+        another guard saved the session first, which is sound because ``_record`` depends
+        only on the state and the step. Any other store runs it once in ``transaction()``.
+        """
         if not isinstance(step, Step):
             step = step_from_dict(dict(step))
         try:
-            with self.store.transaction(step.session) as state:
-                verdict = self._record(state, step)
-                if self._audit is not None:
-                    self._audit(self._audit_event("step", step, verdict, state.steps - 1))
+            judge = getattr(self.store, "judge", None)
+            if judge is not None:
+                audit = self._audit is not None
+
+                def judged(state: SessionState) -> tuple[Verdict, tuple[AuditEvent, ...]]:
+                    verdict = self._record(state, step)
+                    if not audit:
+                        return verdict, ()
+                    return verdict, (self._audit_event("step", step, verdict, state.steps - 1),)
+
+                verdict: Verdict = judge(step.session, judged)
+            else:
+                with self.store.transaction(step.session) as state:
+                    verdict = self._record(state, step)
+                    if self._audit is not None:
+                        self._audit(self._audit_event("step", step, verdict, state.steps - 1))
         except StoreError as exc:
             verdict = self._store_failed(exc, step.session)
         if self.approvals is not None and verdict.action >= Action.ASK:

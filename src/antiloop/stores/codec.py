@@ -273,6 +273,10 @@ class StateCache:
         del entries[session]
         return hit[1]
 
+    def pop(self, session: str) -> tuple[bytes, SessionState, object] | None:
+        """Take a session's entry out: ``(bytes, state, version)``, or None."""
+        return self._entries.pop(session, None)
+
     def saved(self, session: str, data: bytes, state: SessionState, version: object = None) -> None:
         """Remember that ``state`` was saved as ``data`` (at ``version``, if the store has one)."""
         entries = self._entries

@@ -29,9 +29,9 @@ import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from antiloop.errors import MissingExtra, StoreError
 from antiloop.history import SessionState
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisStore"]
 
+V = TypeVar("V")
+
 # KEYS: lock, state. ARGV: token, lock ms. -> {1, state or nil} or {0, lock pttl}
 _ENTER = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -52,12 +54,45 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 end
 return {0, redis.call('PTTL', KEYS[1])}
 """
-# KEYS: lock, state. ARGV: token, state, ttl seconds. -> 1 saved, 0 the lock was lost
+# KEYS: lock, state, version. ARGV: token, state, ttl seconds, new version.
+# -> 1 saved, 0 the lock was lost. (A cluster client's save; see _COMMIT.)
 _EXIT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[3])
 redis.call('DEL', KEYS[1])
 return 1
+"""
+# Saves a judged step: the audit records, the state, its new version and the session index,
+# all or nothing, after every check passed (nothing is written before the last check).
+# KEYS: lock, state, version, log, head, index.
+# ARGV: lock token ('' when judged without the lock), expected version, new version, state,
+#   ttl seconds, session, now, expected head, new head, records...
+# -> {1} saved; {0, 'lost'} the lock token is not ours; {0, 'locked', pttl} another holds the
+#   lock; {0, 'state', version, state} the state changed (the current one, absent if none);
+#   {0, 'head', head} another guard appended to the audit log first.
+_COMMIT = """
+if ARGV[1] ~= '' then
+  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 'lost'} end
+else
+  local pttl = redis.call('PTTL', KEYS[1])
+  if pttl ~= -2 then return {0, 'locked', pttl} end
+  local state = redis.call('GET', KEYS[2])
+  local version = ''
+  if state then version = redis.call('GET', KEYS[3]) or '' end
+  if version ~= ARGV[2] then return {0, 'state', version, state} end
+end
+if #ARGV >= 10 then
+  local head = redis.call('GET', KEYS[5]) or ''
+  if head ~= ARGV[8] then return {0, 'head', head} end
+  for i = 10, #ARGV do redis.call('RPUSH', KEYS[4], ARGV[i]) end
+  redis.call('SET', KEYS[5], ARGV[9])
+end
+redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[5])
+redis.call('SET', KEYS[3], ARGV[3], 'EX', ARGV[5])
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6])
+if ARGV[1] ~= '' then redis.call('DEL', KEYS[1]) end
+return {1}
 """
 # KEYS: lock. ARGV: token. Release without saving.
 _ABORT = """
@@ -174,6 +209,8 @@ class RedisStore:
         self._pending: list[AuditEvent] | None = None
         self._states = StateCache()
         self._head: str | None = None  # the audit head as last seen ("seq hash")
+        # One script cannot span a cluster's slots: a cluster client saves in two.
+        self._cluster = hasattr(client, "get_nodes")
         self._log = f"{prefix}:{{audit}}:log"
         self._head_key = f"{prefix}:{{audit}}:head"
         self._index = f"{prefix}:sessions"
@@ -211,7 +248,13 @@ class RedisStore:
 
     def _keys(self, session: str) -> list[str]:
         base = f"{self.prefix}:{{{session}}}"
-        return [f"{base}:lock", f"{base}:state", f"{base}:feedback", f"{base}:stop"]
+        return [
+            f"{base}:lock",
+            f"{base}:state",
+            f"{base}:feedback",
+            f"{base}:stop",
+            f"{base}:version",
+        ]
 
     def _call(self, script: str, keys: list[str], args: list[Any], what: str) -> Any:
         # EVAL, not EVALSHA: no NOSCRIPT after a server restart, and a pipeline needs no
@@ -254,6 +297,85 @@ class RedisStore:
         state: SessionState,
         pending: list[AuditEvent],
     ) -> None:
+        """The end of ``transaction()``: save, append and unlock in one script (one round trip).
+
+        A cluster client cannot run one script over the session's and the audit log's slots:
+        there the state is saved by one script and the records appended by another, in one
+        pipeline.
+        """
+        if self._cluster:
+            self._save_apart(session, token, data, state, pending)
+            return
+        version = uuid.uuid4().hex
+        try:
+            reply = self._commit(session, token, "", version, data, pending)
+        except BaseException:
+            self._states.drop(session)
+            self._release(session, token)
+            raise
+        if reply[0] != 1:
+            self._states.drop(session)
+            raise StoreError(
+                f"session {session!r} lost its lock in {self._url} (a step took longer than "
+                f"lock_ttl={self.lock_ttl} s); the step was not saved"
+            )
+        self._states.saved(session, data, state, version)
+
+    def _commit(
+        self,
+        session: str,
+        token: str,
+        expected: str,
+        version: str,
+        data: bytes,
+        events: list[AuditEvent],
+    ) -> list[Any]:
+        """Run ``_COMMIT`` until it is not refused for the audit head; its last reply.
+
+        Chained on the head this store last saw; when another guard appended first, the
+        records are chained again on the head the script returns.
+        """
+        keys = self._keys(session)
+        head = self._head
+        if events and head is None:
+            head = self._read_head()
+        for _ in range(1000):
+            rows = self._chain(head or "", events) if events else []
+            args: list[Any] = [token, expected, version, data, self.ttl, session, self.clock()]
+            if rows:
+                args += [head or "", *rows]
+            try:
+                reply = self._client.eval(
+                    _COMMIT,
+                    6,
+                    keys[0],
+                    keys[1],
+                    keys[4],
+                    self._log,
+                    self._head_key,
+                    self._index,
+                    *args,
+                )
+            except Exception as exc:
+                self._head = None
+                raise self._failed("save a session", exc) from exc
+            if reply[0] == 1:
+                if rows:
+                    self._head = rows[0]
+                return list(reply)
+            if reply[1] != b"head":
+                return list(reply)
+            head = self._head = reply[2].decode()
+        raise StoreError(f"could not append to the audit log of {self._url}: too much contention")
+
+    def _save_apart(
+        self,
+        session: str,
+        token: str,
+        data: bytes,
+        state: SessionState,
+        pending: list[AuditEvent],
+    ) -> None:
         keys = self._keys(session)
         rows: list[str] = []
         head = self._head
@@ -261,9 +383,10 @@ class RedisStore:
             if head is None:
                 head = self._read_head()
             rows = self._chain(head, pending)
+        version = uuid.uuid4().hex
         try:
             pipe = self._client.pipeline(transaction=False)
-            pipe.eval(_EXIT, 2, keys[0], keys[1], token, data, self.ttl)
+            pipe.eval(_EXIT, 3, keys[0], keys[1], keys[4], token, data, self.ttl, version)
             pipe.zadd(self._index, {session: self.clock()})
             if rows:
                 pipe.eval(_APPEND, 2, self._log, self._head_key, head, *rows)
@@ -278,9 +401,82 @@ class RedisStore:
                 f"session {session!r} lost its lock in {self._url} (a step took longer than "
                 f"lock_ttl={self.lock_ttl} s); the step was not saved"
             )
-        self._states.saved(session, data, state)
+        self._states.saved(session, data, state, version)
         if rows:
             self._appended(results[2], pending)
+
+    def judge(
+        self,
+        session: str,
+        fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]],
+    ) -> V:
+        """Judge a step by compare-and-set: one round trip when this store saved the session last.
+
+        ``fn`` changes the state it is given and returns its result and the audit events to
+        keep. The state this store object saved last is judged, and one script saves it, its
+        new version and the records, checking that the version is still the one judged and
+        that no ``transaction()`` holds the session. When another guard saved the session
+        since, the script answers with the current state and ``fn`` is called again on it;
+        a session this store has not saved (or not lately) is read first (two round trips).
+
+        Raises:
+            StoreError: Redis failed, or the session stayed locked.
+        """
+        if self._cluster:
+            with self.transaction(session) as state:
+                result, events = fn(state)
+                for event in events:
+                    self.append_audit(event)
+            return result
+        with self._tx_lock:
+            hit = self._states.pop(session)
+            if hit is not None and isinstance(hit[2], str):
+                state, expected = hit[1], hit[2]
+            else:
+                expected, state = self._read_state(session)
+            result, events = fn(state)
+            data = encode_state(state)
+            version = uuid.uuid4().hex
+            waited = 0.0
+            while True:
+                reply = self._commit(session, "", expected, version, data, list(events))
+                if reply[0] == 1:
+                    self._states.saved(session, data, state, version)
+                    return result
+                if reply[1] == b"locked":  # a transaction() holds the session: wait for it
+                    if waited > self.lock_ttl * 2:
+                        raise StoreError(
+                            f"session {session!r} stayed locked for {waited:.0f} s in {self._url}"
+                        )
+                    pause = min(0.002 * (1 + waited * 50), 0.05)
+                    time.sleep(pause)
+                    waited += pause
+                    continue
+                # Another guard saved the session since: judge the step again on its state.
+                expected = reply[2].decode()
+                state = decode_state(reply[3]) if len(reply) > 3 and reply[3] else SessionState()
+                result, events = fn(state)
+                data = encode_state(state)
+
+    def _read_state(self, session: str) -> tuple[str, SessionState]:
+        """The session's version ('' when it has none) and state, read in one MULTI."""
+        keys = self._keys(session)
+
+        def read(c: Any) -> list[Any]:
+            pipe = c.pipeline(transaction=True)
+            pipe.get(keys[1])
+            pipe.get(keys[4])
+            if self._head is None:
+                pipe.get(self._head_key)
+            found: list[Any] = pipe.execute()
+            return found
+
+        found = self._run("read a session", read)
+        if len(found) > 2:
+            self._head = found[2].decode() if found[2] else ""
+        if found[0] is None:
+            return "", SessionState()
+        return (found[1] or b"").decode(), decode_state(found[0])
 
     def _read_head(self) -> str:
         raw = self._run("read the audit head", lambda c: c.get(self._head_key))
