@@ -12,6 +12,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from antiloop.errors import AntiloopError
 
@@ -19,9 +20,9 @@ from antiloop.errors import AntiloopError
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("antiloop.commands.check", "judge a stream of steps (JSON lines), one verdict each"),
     "demo": ("antiloop.commands.demo", "watch the guard stop three looping agents"),
-    "mcp-proxy": ("antiloop.commands.mcp_proxy", "guard the tool calls of an MCP server"),
     "calibrate": ("antiloop.commands.calibrate", "choose goal and stagnation thresholds"),
     "log": ("antiloop.commands.log", "the audit log: sessions, timelines, follow, export, verify"),
+    "mcp-proxy": ("antiloop.commands.mcp_proxy", "guard the tool calls of an MCP server"),
     "serve": ("antiloop.commands.serve", "run the HTTP API and dashboard (approvals, sessions)"),
     "stop": ("antiloop.commands.stop", "stop a guarded run at its next step"),
     "approve": ("antiloop.commands.approve", "approve a pending request (--list shows them)"),
@@ -33,9 +34,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line: what is wrong, and where to look."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only ``command``'s module is imported to add its arguments."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="antiloop", description="Keeps AI agents from looping; keeps people in control."
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
