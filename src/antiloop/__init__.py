@@ -7,36 +7,78 @@ Example:
     'continue'
 """
 
-from antiloop.config import GuardConfig, load_config
-from antiloop.detectors import (
-    AllOf,
-    AnyOf,
-    Cycle,
-    Detector,
-    FailStreak,
-    Goal,
-    MaxSteps,
-    Repeat,
-    Stagnation,
-    WithAction,
-)
-from antiloop.errors import (
-    AntiloopError,
-    ApprovalDenied,
-    BadStep,
-    BudgetExceeded,
-    ChannelError,
-    ConfigError,
-    GoalReached,
-    Halt,
-    LoopDetected,
-    MissingExtra,
-    StoreError,
-)
-from antiloop.events import FileState, Step, parse_line, step_from_dict
-from antiloop.guard import Guard, Listener, default_detector
-from antiloop.history import History
-from antiloop.verdict import Action, Verdict
+import typing
+
+from antiloop._lazy import lazy_exports as _lazy_exports
+
+if typing.TYPE_CHECKING:
+    from antiloop.config import GuardConfig, load_config
+    from antiloop.detectors import (
+        AllOf,
+        AnyOf,
+        Cycle,
+        Detector,
+        FailStreak,
+        Goal,
+        MaxSteps,
+        Repeat,
+        Stagnation,
+        WithAction,
+    )
+    from antiloop.errors import (
+        AntiloopError,
+        ApprovalDenied,
+        BadStep,
+        BudgetExceeded,
+        ChannelError,
+        ConfigError,
+        GoalReached,
+        Halt,
+        LoopDetected,
+        MissingExtra,
+        StoreError,
+    )
+    from antiloop.events import FileState, Step, parse_line, step_from_dict
+    from antiloop.guard import Guard, Listener, default_detector
+    from antiloop.history import History
+    from antiloop.verdict import Action, Verdict
+
+_WHERE = {
+    "Action": "antiloop.verdict",
+    "AllOf": "antiloop.detectors",
+    "AntiloopError": "antiloop.errors",
+    "AnyOf": "antiloop.detectors",
+    "ApprovalDenied": "antiloop.errors",
+    "BadStep": "antiloop.errors",
+    "BudgetExceeded": "antiloop.errors",
+    "ChannelError": "antiloop.errors",
+    "ConfigError": "antiloop.errors",
+    "Cycle": "antiloop.detectors",
+    "Detector": "antiloop.detectors",
+    "FailStreak": "antiloop.detectors",
+    "FileState": "antiloop.events",
+    "Goal": "antiloop.detectors",
+    "GoalReached": "antiloop.errors",
+    "Guard": "antiloop.guard",
+    "GuardConfig": "antiloop.config",
+    "Halt": "antiloop.errors",
+    "History": "antiloop.history",
+    "Listener": "antiloop.guard",
+    "LoopDetected": "antiloop.errors",
+    "MaxSteps": "antiloop.detectors",
+    "MissingExtra": "antiloop.errors",
+    "Repeat": "antiloop.detectors",
+    "Stagnation": "antiloop.detectors",
+    "Step": "antiloop.events",
+    "StoreError": "antiloop.errors",
+    "Verdict": "antiloop.verdict",
+    "WithAction": "antiloop.detectors",
+    "default_detector": "antiloop.guard",
+    "load_config": "antiloop.config",
+    "parse_line": "antiloop.events",
+    "step_from_dict": "antiloop.events",
+}
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _WHERE)
 
 __version__ = "0.1.0"
 

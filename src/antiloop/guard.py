@@ -12,14 +12,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import inspect
 import json
 import logging
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from antiloop import semantic
@@ -516,7 +513,11 @@ class Guard:
     @contextlib.contextmanager
     def session(self, session: str | None = None) -> Iterator[str]:
         """Bind a session id for ``check``, ``record`` defaults and ``wrap``; yields the id."""
-        sid = session or uuid.uuid4().hex
+        if session is None:
+            import uuid  # only here: it imports platform
+
+            session = uuid.uuid4().hex
+        sid = session
         token = _bound_session.set(sid)
         try:
             yield sid
@@ -573,16 +574,22 @@ class Guard:
         return decorate(fn) if fn is not None else decorate
 
 
-@dataclass(frozen=True, slots=True)
 class _Wrapped:
-    guard: Guard
-    func: Callable[..., Any]
-    tool: str
-    agent: str
+    """A guarded tool function: check before, record after, raise on a loop."""
+
+    def __init__(self, guard: Guard, func: Callable[..., Any], tool: str, agent: str) -> None:
+        import inspect  # only for wrapped tools: it imports ast, dis and tokenize
+
+        self.guard = guard
+        self.func = func
+        self.tool = tool
+        self.agent = agent
+        self.signature = inspect.signature(func)
+        self.is_async = inspect.iscoroutinefunction(func)
 
     def build(self) -> Any:
         func = self.func
-        if inspect.iscoroutinefunction(func):
+        if self.is_async:
 
             @functools.wraps(func)
             async def async_call(*args: Any, **kwargs: Any) -> Any:
@@ -612,7 +619,7 @@ class _Wrapped:
 
     def _before(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
-            bound = inspect.signature(self.func).bind(*args, **kwargs)
+            bound = self.signature.bind(*args, **kwargs)
             bound.apply_defaults()
             step_args = {k: _jsonable(v) for k, v in bound.arguments.items()}
         except (TypeError, ValueError):

@@ -16,12 +16,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-_DIGITS = re.compile(r"\d+")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_WORD = re.compile(r"[a-z][a-z0-9_']*|\d+")
-_SPACE = re.compile(r"\s+")
-_CLAUSE = re.compile(r"(?<=[.!?;:])\s+|\n+|,\s*(?=but\b|however\b|though\b|although\b)")
-_EDGE = re.compile(r"^[\W_]+|[\W_]+$")
+from antiloop._lazy import LazyPattern
+
+_DIGITS = LazyPattern(r"\d+")
+_NUMBER = LazyPattern(r"\d+(?:\.\d+)?")
+_WORD = LazyPattern(r"[a-z][a-z0-9_']*|\d+")
+_SPACE = LazyPattern(r"\s+")
+_CLAUSE = LazyPattern(r"(?<=[.!?;:])\s+|\n+|,\s*(?=but\b|however\b|though\b|although\b)")
+_EDGE = LazyPattern(r"^[\W_]+|[\W_]+$")
 
 _STOPWORDS = frozenset(
     """
@@ -39,7 +41,7 @@ _STOPWORDS = frozenset(
 _SUFFIXES = ("ings", "ing", "edly", "ed", "ies", "xes", "ches", "shes", "sses", "ly", "s")
 
 # Phrases that look negative but report success: neutralised before the cue search.
-_POSITIVE_PHRASES = re.compile(
+_POSITIVE_PHRASES = LazyPattern(
     r"\b(?:no\s+longer\s+(?:fails?|failing|crash(?:es)?|errors?|raises?|throws?|breaks?|"
     r"hangs?|leaks?|returns?\s+\d+)|no\s+(?:more\s+)?(?:errors?|failures?|warnings?|regressions?|"
     r"issues|problems|references|occurrences|remaining\s+\w+|other\s+(?:changes|issues))|"
@@ -52,7 +54,7 @@ _POSITIVE_PHRASES = re.compile(
 )
 
 # Says the work is ahead: an intention, a plan, a step being taken.
-_INTENTION = re.compile(
+_INTENTION = LazyPattern(
     r"\b(?:(?:i|we)\s+(?:will|shall|am\s+going\s+to|are\s+going\s+to|plan\s+to|intend\s+to|"
     r"need\s+to|have\s+to|must|should|want\s+to|am\s+about\s+to|are\s+about\s+to|am\s+trying|"
     r"are\s+trying|am\s+attempting|am\s+now|still\s+need|still\s+have)|i'll|we'll|i'm\s+going|"
@@ -66,7 +68,7 @@ _INTENTION = re.compile(
 )
 
 # Restates the task instead of reporting on it.
-_DESCRIPTION = re.compile(
+_DESCRIPTION = LazyPattern(
     r"\b(?:(?:the|my|our|your|this)\s+(?:task|goal|job|objective|assignment|request|aim|"
     r"mission)\s+(?:is|was|here\s+is)|(?:i|we)\s+(?:was|were|am|are|have\s+been)\s+asked|"
     r"(?:you|they|he|she|the\s+user|the\s+client)\s+(?:asked|want|wants|requested|need|"
@@ -80,7 +82,7 @@ _DESCRIPTION = re.compile(
 )
 
 # Says it did not work, is not done yet, or is only a guess: anywhere in the message.
-_NOT_DONE = re.compile(
+_NOT_DONE = LazyPattern(
     r"\b(?:still|yet|unfortunately|unable|cannot|can't|couldn't|failed\s+to|fails\s+to|"
     r"did\s+not\s+(?:work|help|fix|pass|succeed)|didn't\s+(?:work|help|fix|pass|succeed)|"
     r"not\s+(?:yet|done|fixed|finished|working|complete|resolved)|so\s+far|partially|partly|"
@@ -96,7 +98,7 @@ _NOT_DONE = re.compile(
 )
 
 # Negation and failure words: they count in a clause that names the goal or claims success.
-_NEGATIVE = re.compile(
+_NEGATIVE = LazyPattern(
     r"\b(?:not|no|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|haven't|"
     r"hasn't|hadn't|fail|fails|failed|failing|failure|failures|broken|breaks|incomplete|red|"
     r"crash|crashes|crashed|rejected|denied|"
@@ -105,12 +107,12 @@ _NEGATIVE = re.compile(
     re.IGNORECASE,
 )
 # Failure words: they count in any clause (a repaired "broken link" aside).
-_FAILURE = re.compile(
+_FAILURE = LazyPattern(
     r"\b(?:fail|fails|failed|failing|failure|failures|broken|breaks|crash|crashes|"
     r"crashed|incomplete|rejected|denied)\b",
     re.IGNORECASE,
 )
-_CONDITION = re.compile(r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or)\b", re.IGNORECASE)
+_CONDITION = LazyPattern(r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or)\b", re.IGNORECASE)
 # Negations in the past tense: after a clause reporting success they explain the cause.
 _PAST_NEGATIVE = frozenset(
     {"was not", "were not", "wasn't", "weren't", "had not", "hadn't", "never", "did not", "didn't"}
@@ -118,21 +120,21 @@ _PAST_NEGATIVE = frozenset(
 _CORE_NEGATION = frozenset({"not", "no", "never"})
 _NEGATORS = frozenset({"not", "no", "never", "without", "don't", "doesn't", "avoid"})
 # Where an explanation starts: the words after it describe the cause, not the outcome.
-_EXPLANATION = re.compile(
+_EXPLANATION = LazyPattern(
     r"\b(?:because|caused\s+by|due\s+to|the\s+cause|the\s+reason|root\s+cause|since)\b",
     re.IGNORECASE,
 )
-_REPAIRED = re.compile(
+_REPAIRED = LazyPattern(
     r"\b(?:fixed|repaired|removed|deleted|replaced|resolved|cleaned\s+up|handled|skipped|"
     r"fix|fixes|remove|removes|replace|handle|handles)\s+(?:the\s+|all\s+|every\s+|any\s+|"
     r"two\s+|three\s+|\d+\s+)?(?:\w+\s+)?$",
     re.IGNORECASE,
 )
-_CONTRAST = re.compile(r"^\W*(?:but|however|though|although|yet)\b", re.IGNORECASE)
-_PART_OF = re.compile(r"\b(\d+)\s+(?:out\s+)?of\s+(?:the\s+|all\s+)?(\d+)\b", re.IGNORECASE)
+_CONTRAST = LazyPattern(r"^\W*(?:but|however|though|although|yet)\b", re.IGNORECASE)
+_PART_OF = LazyPattern(r"\b(\d+)\s+(?:out\s+)?of\s+(?:the\s+|all\s+)?(\d+)\b", re.IGNORECASE)
 
 # Reports a finished piece of work.
-_COMPLETION = re.compile(
+_COMPLETION = LazyPattern(
     r"\b(?:done|fixed|resolved|solved|completed?|finished|implemented|added|created|wrote|"
     r"written|updated|renamed|removed|deleted|migrated|upgraded|configured|set\s+up|built|"
     r"builds|installed|deployed|merged|committed|saved|translated|refactored|replaced|"
@@ -188,8 +190,8 @@ _COUNTER_WORDS = frozenset(
         "elapsed",
     }
 )
-_WORD_BEFORE = re.compile(r"([a-z]+)\W{0,3}$", re.IGNORECASE)
-_WORD_AFTER = re.compile(r"^\W{0,2}([a-z]+)", re.IGNORECASE)
+_WORD_BEFORE = LazyPattern(r"([a-z]+)\W{0,3}$", re.IGNORECASE)
+_WORD_AFTER = LazyPattern(r"^\W{0,2}([a-z]+)", re.IGNORECASE)
 
 
 def mask_digits(text: str) -> str:
@@ -297,7 +299,7 @@ def _in_goal(phrase: str, goal_text: str) -> bool:
 
 
 def _negative_in(
-    pattern: re.Pattern[str],
+    pattern: LazyPattern,
     clause: str,
     goal_words: frozenset[str],
     goal_text: str,

@@ -5,14 +5,47 @@ it and collect the answer. ``Approvals`` ties policy, channels and the store tog
 ``Guard.check``.
 """
 
-from antiloop.approval.approvals import Approvals, Gate, verdict_of
-from antiloop.approval.channels import Answer, CallbackChannel, Channel, WebChannel
-from antiloop.approval.interrupt import Interruptible
-from antiloop.approval.ledger import ApprovalStore, MemoryLedger, ledger_of
-from antiloop.approval.policy import ApprovalPolicy, PolicyDecision, Rule, risk_of
-from antiloop.approval.request import ApprovalRequest, ApprovalStatus
-from antiloop.approval.terminal import TerminalChannel, parse_reply
-from antiloop.approval.webhook import Verifier, WebhookChannel, payload, sign, signed_headers
+import typing
+
+from antiloop._lazy import lazy_exports as _lazy_exports
+
+if typing.TYPE_CHECKING:
+    from antiloop.approval.approvals import Approvals, Gate, verdict_of
+    from antiloop.approval.channels import Answer, CallbackChannel, Channel, WebChannel
+    from antiloop.approval.interrupt import Interruptible
+    from antiloop.approval.ledger import ApprovalStore, MemoryLedger, ledger_of
+    from antiloop.approval.policy import ApprovalPolicy, PolicyDecision, Rule, risk_of
+    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.approval.terminal import TerminalChannel, parse_reply
+    from antiloop.approval.webhook import Verifier, WebhookChannel, payload, sign, signed_headers
+
+_WHERE = {
+    "Answer": "antiloop.approval.channels",
+    "ApprovalPolicy": "antiloop.approval.policy",
+    "ApprovalRequest": "antiloop.approval.request",
+    "ApprovalStatus": "antiloop.approval.request",
+    "ApprovalStore": "antiloop.approval.ledger",
+    "Approvals": "antiloop.approval.approvals",
+    "CallbackChannel": "antiloop.approval.channels",
+    "Channel": "antiloop.approval.channels",
+    "Gate": "antiloop.approval.approvals",
+    "Interruptible": "antiloop.approval.interrupt",
+    "MemoryLedger": "antiloop.approval.ledger",
+    "PolicyDecision": "antiloop.approval.policy",
+    "Rule": "antiloop.approval.policy",
+    "TerminalChannel": "antiloop.approval.terminal",
+    "Verifier": "antiloop.approval.webhook",
+    "WebChannel": "antiloop.approval.channels",
+    "WebhookChannel": "antiloop.approval.webhook",
+    "ledger_of": "antiloop.approval.ledger",
+    "parse_reply": "antiloop.approval.terminal",
+    "payload": "antiloop.approval.webhook",
+    "risk_of": "antiloop.approval.policy",
+    "sign": "antiloop.approval.webhook",
+    "signed_headers": "antiloop.approval.webhook",
+    "verdict_of": "antiloop.approval.approvals",
+}
+__getattr__, __dir__ = _lazy_exports(__name__, globals(), _WHERE)
 
 __all__ = [
     "Answer",

@@ -1,0 +1,89 @@
+"""Lazy re-exports for package ``__init__`` modules (PEP 562).
+
+The hook path starts a new Python process per tool call, so importing ``antiloop`` (or
+``antiloop.approval``) must not import every submodule: a name is imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+def lazy_exports(
+    package: str, namespace: dict[str, Any], where: dict[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` that import ``where[name]`` (a module) on first use."""
+
+    def __getattr__(name: str) -> Any:
+        module = where.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(where))
+
+    return __getattr__, __dir__
+
+
+class LazyPattern:
+    """A regular expression compiled on its first use (modules with many patterns import fast).
+
+    Example:
+        >>> WORD = LazyPattern("[a-z]+")
+        >>> WORD.findall("two words")
+        ['two', 'words']
+    """
+
+    __slots__ = ("_compiled", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled pattern."""
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self.pattern, self.flags)
+        return compiled
+
+    def search(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """``re.Pattern.search``."""
+        return self.compiled.search(string, pos, endpos)
+
+    def match(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """``re.Pattern.match``."""
+        return self.compiled.match(string, pos, endpos)
+
+    def fullmatch(
+        self, string: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> re.Match[str] | None:
+        """``re.Pattern.fullmatch``."""
+        return self.compiled.fullmatch(string, pos, endpos)
+
+    def finditer(
+        self, string: str, pos: int = 0, endpos: int = sys.maxsize
+    ) -> Iterator[re.Match[str]]:
+        """``re.Pattern.finditer``."""
+        return self.compiled.finditer(string, pos, endpos)
+
+    def findall(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> list[Any]:
+        """``re.Pattern.findall``."""
+        return self.compiled.findall(string, pos, endpos)
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> str:
+        """``re.Pattern.sub``."""
+        return self.compiled.sub(repl, string, count)
+
+    def split(self, string: str, maxsplit: int = 0) -> list[str | Any]:
+        """``re.Pattern.split``."""
+        return self.compiled.split(string, maxsplit)
