@@ -27,13 +27,6 @@ TARGET_MS = 60.0
 STDLIB = "import json, sqlite3, re, dataclasses, hashlib, threading, logging, typing, enum, pathlib"
 TARGET_RATIO = 2.5
 
-# The hook without the package's eager __init__: what a lazy antiloop/__init__.py would give.
-_LAZY = (
-    "import sys, types; m = types.ModuleType('antiloop'); m.__path__ = [{src!r}]; "
-    "sys.modules['antiloop'] = m; from antiloop.hooks.runner import run_hook; "
-    "a = run_hook('claude-code', sys.stdin.buffer.read()); sys.stdout.write(a.stdout)"
-)
-
 
 def _payload(kind: str, i: int) -> bytes:
     base = {
@@ -83,10 +76,6 @@ def latencies(n: int, env: dict[str, str]) -> dict[str, list[float]]:
         "hook PreToolUse (Read)": ([ANTILOOP, "hook", "claude-code"], "pre"),
         "hook PreToolUse (Bash, policy asks)": ([ANTILOOP, "hook", "claude-code"], "pre-bash"),
         "hook PostToolUse (Read, recorded)": ([ANTILOOP, "hook", "claude-code"], "post"),
-        "hook PreToolUse, lazy package __init__": (
-            [PYTHON, "-c", _LAZY.format(src=str(SRC))],
-            "pre",
-        ),
     }
     out: dict[str, list[float]] = defaultdict(list)
     for argv, kind in runs.values():  # warm the OS caches and the store
@@ -103,6 +92,57 @@ def latencies(n: int, env: dict[str, str]) -> dict[str, list[float]]:
 
 
 STOP_ROW = "hook Stop (goal and stagnation checks, default embedder)"
+
+
+def http_latencies(n: int, env: dict[str, str]) -> dict[str, list[float]]:
+    """Wall times in ms of Claude Code's HTTP hooks posted to a running ``antiloop serve``."""
+    import http.client
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "bench-token"  # noqa: S105 - a throwaway token for a loopback service
+    serve_env = {**env, "ANTILOOP_TOKEN": token}
+    argv = [ANTILOOP, "serve", "--port", str(port), "--store", env["ANTILOOP_STORE"]]
+    server = subprocess.Popen(
+        argv, env=serve_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def post(data: bytes) -> float:
+        started = time.perf_counter()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)  # one per hook, as sent
+        conn.request("POST", "/v1/hooks/claude-code", data, headers)
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        if response.status != 200:
+            raise RuntimeError(f"hook over HTTP answered {response.status}")
+        return (time.perf_counter() - started) * 1000
+
+    out: dict[str, list[float]] = defaultdict(list)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                post(_payload("pre", -1))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        for i in range(n * 5):
+            out["HTTP hook PreToolUse (Read), to `antiloop serve`"].append(post(_payload("pre", i)))
+            out["HTTP hook PostToolUse (Read, recorded), to `antiloop serve`"].append(
+                post(_payload("post", i))
+            )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    return out
+
+
 _SAID = (
     "I made the double jump height configurable in the player settings.",
     "The settings file now has a jumpHeight entry and the tests pass.",
@@ -193,6 +233,7 @@ def run(quick: bool = False) -> str:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = f"{tmp}/pycache"
         times = latencies(n, env)
+        times.update(http_latencies(n, env))
         costs, total_import, antiloop_import = import_costs(env, 3 if quick else 7)
         work = in_process(50 if quick else 200, env)
     floor_p50, floor_p95 = _q(times["python -c pass"])
@@ -203,9 +244,9 @@ def run(quick: bool = False) -> str:
         "interleaved round by round with `python -c pass` so that all rows see the same machine "
         "load, with bytecode cached as in an installation (`PYTHONPYCACHEPREFIX` in a temporary "
         "directory; this machine sets `PYTHONDONTWRITEBYTECODE`, under which every module whose "
-        "`.pyc` is stale is compiled again in each process). The row 'lazy package `__init__`' "
-        "runs the same hook with `antiloop/__init__.py` skipped, to show what making it lazy "
-        "would save on its own.",
+        "`.pyc` is stale is compiled again in each process). The HTTP rows are Claude Code's "
+        '`type: "http"` hooks (`antiloop install claude-code --http URL`) posted to a running '
+        "`antiloop serve` on loopback, a new connection each, the same payloads and store.",
         "",
         "| invocation | p50 | p95 | p50 / `python -c pass` |",
         "|---|---:|---:|---:|",

@@ -53,7 +53,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--uninstall", action="store_true", help="remove antiloop's entries")
     parser.add_argument("--settings", help="edit this settings file instead")
-    parser.add_argument("--command", help="the hook command (default: this antiloop)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--command", help="the hook command (default: this antiloop)")
+    target.add_argument(
+        "--http",
+        metavar="URL",
+        help="Claude Code only: HTTP hooks to an `antiloop serve` at URL (no process per call; "
+        "Claude Code must have ANTILOOP_TOKEN in its environment)",
+    )
     parser.add_argument("--no-backup", action="store_true", help="write no .antiloop.bak copy")
     parser.add_argument("--print", action="store_true", help="print the entries, change nothing")
     parser.set_defaults(handler=run, scope="user")
@@ -65,7 +72,10 @@ def run(ns: argparse.Namespace) -> int:
 
     from antiloop.hooks import installer
 
-    command = ns.command or installer.default_command(ns.agent)
+    if ns.http:
+        command = installer.hook_url(ns.http, ns.agent)
+    else:
+        command = ns.command or installer.default_command(ns.agent)
     if ns.print:
         print(json.dumps({"hooks": _listed(installer.hook_entries(ns.agent, command))}, indent=2))
         return 0
@@ -88,7 +98,7 @@ def run(ns: argparse.Namespace) -> int:
         backup = f" (backup: {result.backup})" if result.backup else ""
         events = ", ".join(result.events)
         print(f"antiloop: added hooks for {events} to {path}{backup}")
-        print(f"antiloop: command: {command}")
+        print(f"antiloop: {'url' if ns.http else 'command'}: {command}")
     if ns.agent in NOTES:
         print(f"antiloop: note: {NOTES[ns.agent]}", file=sys.stderr)
     scope = "" if ns.scope == "user" else f" --{ns.scope}"

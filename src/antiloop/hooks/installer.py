@@ -159,7 +159,11 @@ def hook_entries(agent: str, command: str) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for event, matcher in EVENTS[agent].items():
         handler: dict[str, Any] = {"type": "command", "command": command}
-        if agent == "gemini":
+        if is_url(command):
+            if agent != "claude-code":
+                raise ConfigError(f"{agent} has no HTTP hooks; install the command hook instead")
+            handler = http_handler(command)
+        elif agent == "gemini":
             handler = {"name": "antiloop", **handler, "timeout": TIMEOUT_SECONDS * 1000}
         else:
             handler["timeout"] = TIMEOUT_SECONDS
@@ -169,10 +173,38 @@ def hook_entries(agent: str, command: str) -> dict[str, dict[str, Any]]:
     return groups
 
 
+def is_url(command: str) -> bool:
+    """Whether an install target is the URL of an ``antiloop serve`` (an HTTP hook)."""
+    return command.startswith(("http://", "https://"))
+
+
+def hook_url(server: str, agent: str) -> str:
+    """The hook endpoint of an ``antiloop serve`` at ``server`` for ``agent``."""
+    return f"{server.rstrip('/')}/v1/hooks/{agent}"
+
+
+def http_handler(url: str) -> dict[str, Any]:
+    """A Claude Code ``http`` hook: the service answers in about a millisecond, no process.
+
+    The token is read from ``ANTILOOP_TOKEN`` in Claude Code's environment; a service that is
+    down fails open (Claude Code treats a connection error as a non-blocking error).
+    """
+    return {
+        "type": "http",
+        "url": url,
+        "headers": {"Authorization": "Bearer $ANTILOOP_TOKEN"},
+        "allowedEnvVars": ["ANTILOOP_TOKEN"],
+        "timeout": TIMEOUT_SECONDS,
+    }
+
+
 def is_ours(handler: object, agent: str) -> bool:
-    """Whether a hook handler is antiloop's hook for ``agent`` (by its command line)."""
+    """Whether a hook handler is antiloop's hook for ``agent`` (by its command line or URL)."""
     if not isinstance(handler, dict):
         return False
+    if handler.get("type") == "http":
+        url = handler.get("url")
+        return isinstance(url, str) and url.rstrip("/").endswith(f"/v1/hooks/{agent}")
     command = handler.get("command")
     if not isinstance(command, str):
         return False

@@ -16,6 +16,7 @@ import asyncio
 import hmac
 import json
 import logging
+import os
 import threading
 import time
 from collections import defaultdict, deque
@@ -132,9 +133,38 @@ class Service:
         self.approvals.listeners.append(self._approval_event)
         self.verifier = Verifier(webhook_secret, clock=clock) if webhook_secret else None
         self.clock = clock
+        self._hooks: dict[str, Any] = {}
+        self._hook_lock = threading.Lock()
         self.recent: defaultdict[str, deque[dict[str, Any]]] = defaultdict(
             lambda: deque(maxlen=RECENT)
         )
+
+    def hook(self, dialect: str, body: bytes) -> dict[str, Any]:
+        """Answer one Claude Code (or Gemini, Codex) hook delivered over HTTP.
+
+        The same normaliser, handler and answers as ``antiloop hook``, on this service's store;
+        one handler per agent dialect is kept, so nothing is imported or opened per call.
+        """
+        from antiloop.hooks.events import DIALECTS, BadPayload, normalize, parse_payload
+        from antiloop.hooks.render import render
+
+        if dialect not in DIALECTS:
+            raise _BadRequest(f"unknown agent {dialect!r} (use {', '.join(DIALECTS)})")
+        try:
+            event = normalize(dialect, parse_payload(body))
+        except BadPayload as exc:
+            raise _BadRequest(str(exc)) from None
+        if event.kind == "other":
+            return {}
+        with self._hook_lock:
+            handler = self._hooks.get(dialect)
+            if handler is None:
+                from antiloop.hooks.config import load_hook_config
+                from antiloop.hooks.handler import HookHandler
+
+                handler = HookHandler(load_hook_config(None, os.environ, None), self.store)
+                self._hooks[dialect] = handler
+        return render(event, handler.handle(event)) or {}
 
     def authorized(self, request: Request) -> bool:
         """True when the request carries the token."""
@@ -280,6 +310,11 @@ def create_app(service: Service) -> Starlette:
                 "Cache-Control": "no-store",
             },
         )
+
+    async def hook(request: Request) -> Response:
+        body = await request.body()
+        answer = await run_in_threadpool(service.hook, request.path_params["dialect"], body)
+        return JSONResponse(answer)
 
     async def health(request: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -499,6 +534,7 @@ def create_app(service: Service) -> Starlette:
         Route("/openapi.json", api(openapi)),
         Route("/v1/steps", api(steps), methods=["POST"]),
         Route("/v1/check", api(check), methods=["POST"]),
+        Route("/v1/hooks/{dialect}", api(hook), methods=["POST"]),
         Route("/v1/sessions", api(sessions)),
         Route("/v1/sessions/{id}", api(session)),
         Route("/v1/sessions/{id}/stop", api(stop), methods=["POST"]),
