@@ -88,20 +88,21 @@ class _Transaction:
         store._lock.acquire()
         try:
             db = store._connect()
+            cur = store._cursor
             try:
-                db.execute("BEGIN IMMEDIATE")
+                cur.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
                 raise store._failed("could not lock the database", exc) from exc
             try:
                 # Only other connections' commits change the data version: unchanged since
                 # this store's last transaction, the state it saved then is the one stored.
-                version = db.execute(_DATA_VERSION).fetchone()[0]
+                version = cur.execute(_DATA_VERSION).fetchone()[0]
                 if version != store._version:
                     store._version = version
                     store._head = None
                 state = store._states.take(self._session, version)
                 if state is None:
-                    row = db.execute(_GET_STATE, (self._session,)).fetchone()
+                    row = cur.execute(_GET_STATE, (self._session,)).fetchone()
                     state = store._states.load(self._session, None if row is None else row[0])
                     self._saved = row is not None
                 else:
@@ -132,11 +133,12 @@ class _Transaction:
                 assert self._state is not None  # noqa: S101
                 try:
                     data = encode_state(self._state)
+                    cur = store._cursor
                     if self._saved:
-                        db.execute(_SET_STATE, (data, store.clock(), self._session))
+                        cur.execute(_SET_STATE, (data, store.clock(), self._session))
                     else:
-                        db.execute(_PUT_STATE, (self._session, data, store.clock()))
-                    db.execute("COMMIT")
+                        cur.execute(_PUT_STATE, (self._session, data, store.clock()))
+                    cur.execute("COMMIT")
                     store._head_pending = False
                     store._states.saved(self._session, data, self._state, store._version)
                 except sqlite3.Error as err:
@@ -208,6 +210,7 @@ class SQLiteStore:
         self.synchronous = synchronous.upper()
         self.clock = clock
         self._db: sqlite3.Connection | None = None
+        self._cursor: Any = None
         self._lock = threading.RLock()
         self._in_tx = False
         self._puts = 0
@@ -277,6 +280,7 @@ class SQLiteStore:
             db.close()
             raise
         self._db = db
+        self._cursor = db.cursor()  # one cursor for the statements of every step
         return db
 
     def _check_file(self, path: Path) -> None:
@@ -302,7 +306,9 @@ class SQLiteStore:
     def _prepare(self, db: sqlite3.Connection) -> None:
         # Read-only checks first: a foreign or newer file must not even be switched to WAL.
         self._check_owner(db)
-        mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "wal":
+            mode = self._switch_to_wal(db)
         if str(mode).lower() != "wal":
             raise StoreError(f"{self.path}: could not switch to WAL mode (journal_mode={mode})")
         db.execute(f"PRAGMA synchronous = {self.synchronous}")
@@ -321,10 +327,25 @@ class SQLiteStore:
             _rollback(db)
             raise
 
+    def _switch_to_wal(self, db: sqlite3.Connection) -> Any:
+        """Switch a new file to WAL; another process doing it too is waited for (busy)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
+
     def _check_owner(self, db: sqlite3.Connection) -> int:
         """The schema version; a foreign or newer database is a StoreError."""
-        app, version = _ids(db)
-        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        # One statement, one snapshot: another process may be creating the schema meanwhile.
+        app, version, tables = db.execute(
+            "SELECT (SELECT application_id FROM pragma_application_id),"
+            " (SELECT user_version FROM pragma_user_version),"
+            " (SELECT count(*) FROM sqlite_master)"
+        ).fetchone()
         if app != APPLICATION_ID and (app != 0 or tables or version):
             raise StoreError(
                 f"{self.path} is the SQLite database of another program "
@@ -336,7 +357,7 @@ class SQLiteStore:
                 f"{self.path} has schema version {version}, written by a newer antiloop "
                 f"(this one knows up to {SCHEMA_VERSION}): upgrade antiloop"
             )
-        return version
+        return int(version)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -419,18 +440,19 @@ class SQLiteStore:
         """
         from antiloop.stores.auditlog import GENESIS, build_record
 
+        cur = self._cursor if self._in_tx else db
         head = self._head if self._in_tx else None
         if head is None:
-            found = db.execute(_GET_HEAD).fetchone()
+            found = cur.execute(_GET_HEAD).fetchone()
             if found is None:
                 head = (0, GENESIS)
             else:
                 text, _, prev = found[0].partition(" ")
                 head = (int(text), prev)
         row = build_record(event, head[0] + 1, head[1], self.audit_cap)
-        db.execute(_PUT_AUDIT, (row.seq, event.session, event.kind, event.at, row.body, row.hash))
-        if db.execute(_SET_HEAD, (f"{row.seq} {row.hash}",)).rowcount == 0:
-            db.execute(_NEW_HEAD, (f"{row.seq} {row.hash}",))
+        cur.execute(_PUT_AUDIT, (row.seq, event.session, event.kind, event.at, row.body, row.hash))
+        if cur.execute(_SET_HEAD, (f"{row.seq} {row.hash}",)).rowcount == 0:
+            cur.execute(_NEW_HEAD, (f"{row.seq} {row.hash}",))
         if self._in_tx:  # the transaction's end keeps it (commit) or drops it
             self._head = (row.seq, row.hash)
             self._head_pending = True
