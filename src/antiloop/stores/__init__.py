@@ -13,17 +13,18 @@ Beyond ``Store``, the built-in stores have four optional capabilities, each a Pr
 ``AuditLog`` (a redacted, hash-chained record of every step and verdict), ``ApprovalStore``
 (approval requests and their decisions), ``ResultCache`` (the query cache) and ``Interventions``
 (feedback from people and a stop flag, per session). Callers test for them with
-``isinstance(store, AuditLog)``.
+``isinstance(store, AuditLog)``. A store may also offer ``Judge`` (Redis does): judging a step
+by compare-and-set, so that a guard that keeps judging its sessions needs one round trip.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from antiloop.errors import ConfigError
 from antiloop.history import SessionState
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
     from antiloop.audit import AuditEvent
     from antiloop.stores.auditlog import AuditRecord, Problem, SessionSummary
+
+V = TypeVar("V")
 
 #: Built-in stores by URL scheme, as ``"module:attr"``.
 BUILTIN: dict[str, str] = {
@@ -84,6 +87,23 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release connections and files."""
+        ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A store that judges a step by compare-and-set (``Guard.record`` uses it when present)."""
+
+    def judge(
+        self, session: str, fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]]
+    ) -> V:
+        """Run ``fn`` on the session's state, then save the state and keep the events atomically.
+
+        ``fn`` changes the state it is given and returns its result and the audit events to
+        keep. When another writer saved the session after the state ``fn`` was given was
+        read, nothing is saved and ``fn`` runs again on the current state, so it must depend
+        on nothing but the state (and what it was built with).
+        """
         ...
 
 

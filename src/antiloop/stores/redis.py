@@ -3,7 +3,8 @@
 Keys are hash-tagged by session, so a session's keys live in one Redis Cluster slot::
 
     <prefix>:{<session>}:state      the encoded state, with a TTL (default 7 days)
-    <prefix>:{<session>}:lock       held while a step is judged (a token, with a TTL)
+    <prefix>:{<session>}:version    a random token, new at every save of the state
+    <prefix>:{<session>}:lock       held by transaction() (a token, with a TTL)
     <prefix>:{<session>}:feedback   a list of messages from people
     <prefix>:{<session>}:stop       who asked the session to stop
     <prefix>:sessions               a sorted set of session ids by last update
@@ -11,12 +12,31 @@ Keys are hash-tagged by session, so a session's keys live in one Redis Cluster s
     <prefix>:{approval:<id>}        an approval request (JSON); ids in <prefix>:approvals
     <prefix>:{cache:<digest>}       a cached result
 
-Judging a step is atomic: ``transaction()`` takes the session's lock and reads its state in
-one Lua script, and saves the state and releases the lock in another, so two guards feeding
-one session take turns and never miss or double a loop. A holder that dies leaves the lock to
-expire (``lock_ttl``, default 30 s). The audit events of a transaction are sent in the same
-round trip as the save (a compare-and-append script on the chain head, retried when another
-guard appended first). Deciding an approval is a WATCH/MULTI retry loop.
+Judging a step is atomic for its session, in one of two ways:
+
+- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set. The store keeps the
+  state it saved last with the version it saved it under; ``fn`` judges that state, and one
+  script (``_COMMIT``) checks that the session's version is still that one and that no
+  ``transaction()`` holds its lock, checks the audit head, then appends the audit records,
+  moves the head, saves the state under a new version and updates the session index: one
+  round trip. When another guard saved the session since, the script answers with the
+  current state and version and ``fn`` runs again on them (one more round trip); when another
+  guard appended to the audit log since, the records are chained again on the head it
+  answers (one more). A session this store has not saved lately is read first (state,
+  version and audit head in one MULTI): two round trips.
+- ``transaction()``: one script takes the session's lock (a token with a TTL, ``lock_ttl``,
+  default 30 s, so a holder that dies leaves it to expire) and reads the state; ``_COMMIT``
+  with the token saves and unlocks: two round trips.
+
+What is atomic: on one Redis server ``_COMMIT`` runs as one script, so no client sees some of
+the audit records, the head, the state, its version and the index entry without the rest, and
+every check runs before the first write, so a refused commit writes nothing. Redis has no
+rollback: a command failing after the checks (out of memory under ``maxmemory``) would leave
+the writes before it (the records go first, so a state is never saved without its records).
+Replication is asynchronous: a failover can lose the last acknowledged steps. A cluster client
+cannot run one script over the session's slot and the audit log's: it saves the state in one
+script and appends the records in another, in one pipeline (each atomic, the pair not), and
+judges through ``transaction()``. Deciding an approval is a WATCH/MULTI retry loop.
 
 URL options (taken out of the URL before it reaches redis-py): ``prefix``, ``ttl`` (seconds),
 ``lock_ttl`` (seconds), ``audit_cap`` (bytes), ``timeout`` (socket timeout, seconds).

@@ -4,7 +4,10 @@ One file holds session states, the audit log, approvals, the cache and intervent
 database runs in WAL mode with a busy timeout, so many hook processes (one per tool call) can
 share it; ``transaction()`` starts with ``BEGIN IMMEDIATE``, so two processes judging steps of
 one session take turns. ``PRAGMA application_id`` marks the file as antiloop's and
-``PRAGMA user_version`` holds the schema version, upgraded by the migrations below.
+``PRAGMA user_version`` holds the schema version, upgraded by the migrations below. A store
+object remembers the state and the audit head it wrote last; in its next transaction
+``PRAGMA data_version``, which only other connections' commits change, says whether they are
+still what the file holds, so a process that keeps judging its own sessions reads neither.
 
 A file that is not an SQLite database, or is another program's, is a ``StoreError`` and is
 never touched; a missing directory is created; a read-only location is a ``StoreError``
