@@ -7,14 +7,19 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from antiloop.demo import run_demo
 from antiloop.fingerprint import parse
+from antiloop.stores import open_store
 
 
-def test_demo_json_stops_every_agent_with_a_fingerprint():
+@pytest.mark.parametrize("embedder", ["minilm", "ngram"])
+def test_demo_json_stops_every_agent_with_a_fingerprint(tmp_path, embedder):
     """Six scenes, six stops: four loops, then one goal reached and one stalled run."""
     out = io.StringIO()
-    assert run_demo(as_json=True, out=out) == 0
+    url = f"sqlite:///{tmp_path}/antiloop.db"
+    assert run_demo(as_json=True, out=out, store=url, embedder=embedder) == 0
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     summary = rows[-1]["summary"]
     assert summary["stopped"] == summary["scenes"] == 6
@@ -36,12 +41,18 @@ def test_demo_json_stops_every_agent_with_a_fingerprint():
     assert results[1].startswith("2 failing#")
     assert results[2].startswith("no change#")
     assert all(r["verdict"]["hint"] for r in stops)
+    assert summary["embedder"].startswith(embedder)
+    store = open_store(url)
+    assert store.verify_audit() == []
+    records = list(store.audit_records(summary["sessions"][0]))
+    assert [r.kind for r in records] == ["step", "step"]
+    store.close()
 
 
-def test_demo_terminal_output_never_waits_for_input():
+def test_demo_terminal_output_never_waits_for_input(tmp_path):
     """The demo runs to the end with no terminal and no input, and prints the fingerprints."""
     proc = subprocess.run(
-        [sys.executable, "-m", "antiloop", "demo"],
+        [sys.executable, "-m", "antiloop", "demo", "--store", f"sqlite:///{tmp_path}/a.db"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -52,3 +63,4 @@ def test_demo_terminal_output_never_waits_for_input():
     assert "AGENT::explorer::grep::double jump@game::" in proc.stdout
     assert "agent told" in proc.stdout
     assert "\033[" not in proc.stdout
+    assert "antiloop log verify" in proc.stdout

@@ -14,6 +14,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="colour the table (auto: when stdout is a terminal)",
     )
+    parser.add_argument(
+        "--store",
+        help="where the guard keeps state and the audit log (default: ANTILOOP_STORE "
+        "or sqlite:///~/.antiloop/antiloop.db)",
+    )
+    parser.add_argument(
+        "--embedder", default="auto", help="for the semantic checks (default: minilm if installed)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -21,4 +29,4 @@ def run(ns: argparse.Namespace) -> int:
     """Run the demo."""
     from antiloop.demo import run_demo
 
-    return run_demo(as_json=ns.json, color=ns.color)
+    return run_demo(as_json=ns.json, color=ns.color, store=ns.store, embedder=ns.embedder)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import sys
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -188,18 +190,35 @@ def _call_text(call: Call) -> str:
     return f"{call.tool} {call.args.get('file_path', '')}"
 
 
-def run_demo(*, as_json: bool = False, color: str = "auto", out: Any = None) -> int:
-    """Play every scene against a fresh copy of the sample project; returns 0."""
+def run_demo(
+    *,
+    as_json: bool = False,
+    color: str = "auto",
+    out: Any = None,
+    store: str | None = None,
+    embedder: str = "auto",
+) -> int:
+    """Play every scene against a fresh copy of the sample project; returns 0.
+
+    The guard runs on the embedded defaults: the SQLite store (``store``, by default
+    ``ANTILOOP_STORE`` or ``~/.antiloop/antiloop.db``, so ``antiloop log`` shows the demo's
+    sessions afterwards) and the shipped MiniLM model when the ``embed`` extra is installed.
+    """
+    from antiloop.stores import default_store_url
+
     out = out or sys.stdout
     paint = Painter(color == "always" or (color == "auto" and out.isatty() and not as_json))
-    guard = Guard(config=GuardConfig(embedder="ngram"))
+    url = store or default_store_url()
+    guard = Guard(config=GuardConfig(embedder=embedder), store=url)
+    run_id = f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    scenes = [replace(scene, session=f"{run_id}-{scene.session[5:]}") for scene in SCENES]
     stops: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="antiloop-demo-") as tmp:
         root = Path(tmp, "jumpgame")
         shutil.copytree(PROJECT, root, ignore=shutil.ignore_patterns("__pycache__"))
         if not as_json:
             _intro(out, paint, guard)
-        for number, scene in enumerate(SCENES, 1):
+        for number, scene in enumerate(scenes, 1):
             if not as_json:
                 out.write(
                     f"\n{paint(f'Scene {number}', 'bold')}: {paint(scene.agent, 'cyan')} "
@@ -208,10 +227,14 @@ def run_demo(*, as_json: bool = False, color: str = "auto", out: Any = None) -> 
             stop = _play(scene, guard, root, out, paint, as_json)
             if stop is not None:
                 stops.append(stop)
+    guard.store.close()
     summary = {
         "scenes": len(SCENES),
         "stopped": len(stops),
         "fingerprints": [s["fingerprint"] for s in stops],
+        "store": url,
+        "embedder": guard.embedder.id if _loaded(guard) else embedder,
+        "sessions": [scene.session for scene in scenes],
     }
     if as_json:
         out.write(json.dumps({"summary": summary}) + "\n")
@@ -220,8 +243,17 @@ def run_demo(*, as_json: bool = False, color: str = "auto", out: Any = None) -> 
             f"\n{paint('Done', 'bold')}: {len(stops)} of {len(SCENES)} runs stopped: the loops at "
             "their second repetition, one run by its goal reached, one stalled. Each fingerprint "
             "is the same on every machine; search your logs for it.\n"
+            f"{paint('Audit log', 'bold')}: every step and verdict is in {url} "
+            f"(semantic checks: {summary['embedder']}). See one run with "
+            f"`antiloop log --store {url} {scenes[0].session}`, check the chain with "
+            f"`antiloop log verify --store {url}`.\n"
         )
     return 0
+
+
+def _loaded(guard: Guard) -> bool:
+    """True when the guard's embedder was loaded (a scene used the semantic checks)."""
+    return getattr(guard.embedder, "_inner", True) is not None
 
 
 def _intro(out: Any, paint: Painter, guard: Guard) -> None:
@@ -296,9 +328,9 @@ def _show(
         f"  {number:>2}  {_short(_call_text(call), 44):<44}  {ran:<38}  {paint(label, colour)}\n"
     )
     if verdict.action >= Action.ASK:
-        out.write(
-            f"      {paint('fingerprint', 'bold')}  {verdict.fingerprint}\n"
-            f"      {paint('reason', 'bold')}       {verdict.reason}\n"
-            f"      {paint('agent told', 'bold')}   {verdict.hint}\n"
-            f"      {paint('escalated', 'bold')}    to the {verdict.escalate_to or 'human'}\n"
-        )
+        rows = [("reason", verdict.reason), ("agent told", verdict.hint)]
+        if verdict.detector != "goal":  # a goal reached is a success: nothing to escalate
+            rows.insert(0, ("fingerprint", str(verdict.fingerprint)))
+            rows.append(("escalated", f"to the {verdict.escalate_to or 'human'}"))
+        for name, text in rows:
+            out.write(f"      {paint(f'{name:<12}', 'bold')} {text}\n")
