@@ -245,3 +245,23 @@ def test_step_defaults():
     """A bare step belongs to the default session and agent and has not failed."""
     step = Step(tool="x")
     assert (step.session, step.agent, step.failed) == ("default", "agent", False)
+
+
+def test_secrets_never_reach_the_fingerprint_or_the_reason():
+    """A token in a repeated command is redacted in the fingerprint, the reason and the hint."""
+    step = {
+        "tool": "Bash",
+        "args": {
+            "command": "curl -H 'Authorization: Bearer sk-ant-abcdefghijklmnopqrstuv' https://x"
+        },
+        "output": "error: 401 for token sk-ant-abcdefghijklmnopqrstuv",
+        "exit_code": 22,
+    }
+    guard = Guard()
+    guard.record(step)
+    verdict = guard.record(step)
+    assert verdict.detector == "repeat"
+    for text in (verdict.fingerprint, verdict.reason, verdict.hint):
+        assert "sk-ant-abcdefghijklmnopqrstuv" not in text
+        assert "[REDACTED]" in text
+    assert len(verdict.fingerprint.split("::")) == 5

@@ -47,8 +47,15 @@ def digest8(text: str) -> str:
 
 
 def build(agent: str, operation: str, context: str, summary: str, digest: str) -> str:
-    """Build a fingerprint from its parts; ``digest`` is the 8 hex digits after ``#``."""
-    result = escape(summary, SUMMARY_MAX)
+    """Build a fingerprint from its parts; ``digest`` is the 8 hex digits after ``#``.
+
+    Secrets in the context or the summary (a token in a command, a key in an error line) are
+    redacted first: fingerprints are shown to models, people and logs.
+    """
+    from antiloop.redact import redact_text
+
+    context = redact_text(context)
+    result = escape(redact_text(summary), SUMMARY_MAX)
     return SEPARATOR.join(
         (
             PREFIX,

@@ -52,6 +52,7 @@ from antiloop.history import (
     key_digest,
 )
 from antiloop.readings import SameResult, read_result, same_result
+from antiloop.redact import redact_text
 from antiloop.stores import Store
 from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, Verdict
@@ -362,6 +363,7 @@ class Guard:
             return _OK
         if verdict.action is Action.CONTINUE:
             return verdict
+        verdict = _with(verdict, reason=redact_text(verdict.reason), hint=redact_text(verdict.hint))
         if verdict.action >= Action.ASK and verdict.detector != "goal":
             verdict = _with(verdict, escalate_to=self.config.escalate_to)
         if self.mode == "shadow":
