@@ -146,11 +146,11 @@ def _v1_bytes(state: SessionState) -> bytes:
     import marshal
 
     new = marshal.loads(encode_state(state)[1:])  # noqa: S302 - our own bytes
-    streams = tuple(
-        (agent, (s[0], tuple(marshal.loads(b) for b in s[1]), *s[2:]))  # noqa: S302
-        for agent, s in new[3]
-    )
-    return bytes([1]) + marshal.dumps((*new[:3], streams, new[4]), 4)
+    streams = []
+    for agent, data in new[3]:
+        s = marshal.loads(data)  # noqa: S302
+        streams.append((agent, (s[0], tuple(marshal.loads(b) for b in s[1]), *s[2:])))  # noqa: S302
+    return bytes([1]) + marshal.dumps((*new[:3], tuple(streams), new[4]), 4)
 
 
 def test_format_version_1_is_still_read() -> None:
@@ -196,3 +196,21 @@ def test_state_cache_takes_only_a_state_saved_at_the_same_version() -> None:
     assert cache.take("s", 7) is None  # handed out: the store saves it back
     cache.saved("s", encode_state(state), state)
     assert cache.take("s", None) is None
+
+
+def test_a_stream_changed_in_place_is_encoded_as_it_now_is() -> None:
+    """Counters, stopped procedures and a message's vector set later all show when re-encoded."""
+    message = MessageRecord(0, "hm", "hm", False)
+    stream = StreamState([], [message])
+    state = SessionState(steps=1, streams={"a": stream, "b": StreamState([], [])})
+    assert decode_state(encode_state(state)) == state
+    stream.run = 3
+    assert decode_state(encode_state(state)).streams["a"].run == 3
+    stream.stopped["d"] = "fp"
+    assert decode_state(encode_state(state)).streams["a"].stopped == {"d": "fp"}
+    stream.fail_steps = (1, 2)
+    assert decode_state(encode_state(state)).streams["a"].fail_steps == (1, 2)
+    message.vector = array("f", [0.5])
+    assert decode_state(encode_state(state)) == state
+    stream.messages.append(MessageRecord(1, "x", "x", False))
+    assert decode_state(encode_state(state)) == state

@@ -8,13 +8,16 @@ nothing executable; five times faster than JSON here, and read by every Python 3
 
 A stream is ``(window_len, (step, ...), messages_len, (message, ...), run, fail_tool,
 fails, fail_steps, blanks, ((digest, fingerprint), ...))``; a step ``(index, tool, operation,
-procedure, context, readings, same_as)``, itself marshalled to bytes in version 2 (version 1,
-still read, nests the tuple); readings are their ten fields in order; a vector is
-``(typecode, its little-endian bytes)``; a verdict ``(action, detector, outcome, fingerprint,
-reason, hint, evidence, escalate_to)``. The guard keeps the windows to their bounds.
+procedure, context, readings, same_as)``; in version 2 each stream and each step is itself
+marshalled to bytes (version 1, still read, nests the tuples); readings are their ten fields
+in order; a vector is ``(typecode, its little-endian bytes)``; a verdict ``(action, detector,
+outcome, fingerprint, reason, hint, evidence, escalate_to)``. The guard keeps the windows to
+their bounds.
 
-A window is mostly the previous step's window: a step record never changes once in it, so
-its bytes are made once and memoised by identity, and writing a state copies a few byte
+A step changes one stream of its session, and a window is mostly the previous step's window:
+a step record never changes once in a window, so its bytes are made once and memoised by
+identity, and a stream whose window, messages (and their vectors) and counters are what they
+were when it was last encoded is not encoded again. Writing a state thus copies a few byte
 strings instead of walking a few hundred objects. Readings repeat from step to step, so
 decoded ones are memoised too.
 
@@ -52,6 +55,9 @@ _readings_memo: dict[tuple[Any, ...], Readings] = {}
 # each stream's encoded window is memoised by the stream's identity, with the records it was
 # made of (kept in the entry, so neither their ids nor the stream's can be reused meanwhile).
 _window_memo: dict[int, tuple[StreamState, tuple[StepRecord, ...], tuple[bytes, ...]]] = {}
+# A stream's bytes, with what they were made from (the same identity rules; the counters and
+# the stopped procedures by value, the messages and their vectors by identity).
+_stream_memo: dict[int, tuple[StreamState, tuple[Any, ...], bytes]] = {}
 
 
 def _vec_out(vec: array[Any] | None) -> tuple[str, bytes] | None:
@@ -175,7 +181,44 @@ def _stream_out(s: StreamState) -> tuple[Any, ...]:
     )
 
 
-def _stream_in(d: tuple[Any, ...]) -> StreamState:
+def _stream_bytes(s: StreamState) -> bytes:
+    window = s.window
+    messages = s.messages
+    made = (
+        tuple(window),
+        tuple(messages),
+        tuple([m.vector for m in messages]),
+        (s.run, s.fail_tool, s.fails, s.fail_steps, s.blanks),
+        dict(s.stopped),
+    )
+    memo = _stream_memo
+    hit = memo.get(id(s))
+    if hit is not None and hit[0] is s:
+        was = hit[1]
+        if (
+            len(was[0]) == len(window)
+            and all(map(is_, was[0], made[0]))
+            and len(was[1]) == len(messages)
+            and all(map(is_, was[1], made[1]))
+            and all(map(is_, was[2], made[2]))
+            and was[3] == made[3]
+            and was[4] == made[4]
+        ):
+            return hit[2]
+        del memo[id(s)]
+    out = marshal.dumps(_stream_out(s), _MARSHAL)
+    if len(memo) >= _MEMO_MAX:
+        del memo[next(iter(memo))]
+    memo[id(s)] = (s, made, out)
+    return out
+
+
+def _stream_in(data: tuple[Any, ...] | bytes) -> StreamState:
+    d: tuple[Any, ...] = (
+        marshal.loads(data)  # noqa: S302 - plain values
+        if isinstance(data, bytes)
+        else data
+    )
     window = [_step_in(r) for r in d[1]]
     messages = [MessageRecord(m[0], m[1], m[2], m[3], _vec_in(m[4])) for m in d[3]]
     return StreamState(window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]))
@@ -190,7 +233,7 @@ def encode_state(state: SessionState) -> bytes:
         state.steps,
         state.goal,
         _vec_out(state.goal_vector),
-        tuple([(agent, _stream_out(s)) for agent, s in state.streams.items()]),
+        tuple([(agent, _stream_bytes(s)) for agent, s in state.streams.items()]),
         None if ended is None else _verdict_out(ended),
     )
     try:
