@@ -746,3 +746,12 @@ def test_non_ascii_error_line_is_read_like_ascii() -> None:
     out = "héllo wörld\nsomething failed: ünïcode error\nError: second\n"
     line = read_result("bash", True, out, None, 1, {}).error_line
     assert line == "something failed: ünïcode error"
+
+
+@pytest.mark.parametrize("size", [10, 5000])
+def test_secrets_in_the_head_and_error_line_are_redacted(size):
+    """What session state keeps of an output (its head, its error line) holds no secret."""
+    text = "Error: bad key sk-proj-abcdefghijklmnopqrstuvwx\n" + "x" * size
+    readings = read_result("bash", True, text, None, 1, {})
+    assert "sk-proj-abcdefghijklmnopqrstuvwx" not in readings.head
+    assert readings.error_line == "Error: bad key [REDACTED]"

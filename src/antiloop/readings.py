@@ -36,6 +36,7 @@ from functools import cached_property
 from typing import Any, AnyStr
 
 from antiloop.events import FileState
+from antiloop.redact import redact_text
 
 __all__ = ["Readings", "SameResult", "read_result", "same_result", "scrub"]
 
@@ -774,7 +775,8 @@ def read_result(
         file_states: the touched files' states after the step.
 
     Returns:
-        The readings.
+        The readings. The head and the error line are kept in session state and shown in
+        fingerprints, so secrets in them are redacted (``antiloop.redact``).
 
     Example:
         >>> r = read_result("test", True, "=== 3 failed, 10 passed in 0.52s ===", None, 1, {})
@@ -817,11 +819,11 @@ def read_result(
         exact=exact,
         exit_code=exit_code,
         scrubbed=scrubbed,
-        head=_head(texts.head),
+        head=redact_text(_head(texts.head)),
         matches=matches,
         match_count=match_count,
         count_only=count_only,
-        error_line=error_line,
+        error_line=error_line and redact_text(error_line),
         failing=failing,
         files=files,
     )
@@ -948,11 +950,11 @@ def _read_small(
         exact,
         exit_code,
         scrubbed,
-        _head(done_out[: 16 * HEAD_CHARS] if out else done_err[: 16 * HEAD_CHARS]),
+        redact_text(_head(done_out[: 16 * HEAD_CHARS] if out else done_err[: 16 * HEAD_CHARS])),
         matches,
         match_count,
         count_only,
-        error_line,
+        error_line and redact_text(error_line),
         failing,
         files,
     )
