@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
 from antiloop.errors import ConfigError
 from antiloop.redact import redact_value
+
+if TYPE_CHECKING:
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, SessionSummary
 
 __all__ = [
     "approval_from_json",
@@ -107,3 +110,34 @@ def decide(
         comment=comment,
         edited_args=dict(edited_args) if edited_args is not None else None,
     )
+
+
+class AuditReading:
+    """``session_summaries`` over ``audit_records``, shared by every store with an audit log."""
+
+    def audit_records(
+        self, session: str | None = None, since_seq: int = 0
+    ) -> Iterator[AuditRecord]:
+        """The records after ``since_seq``, of one session or all."""
+        raise NotImplementedError
+
+    def session_summaries(self) -> list[SessionSummary]:
+        """One summary per session in the log."""
+        from antiloop.stores.auditlog import summarise
+
+        return summarise(self.audit_records())
+
+
+class SQLAuditReading(AuditReading):
+    """``audit_records`` of the SQL stores, over their ``_rows(session, since_seq)`` query."""
+
+    def _rows(self, session: str | None, since_seq: int) -> list[AuditRow]:
+        raise NotImplementedError
+
+    def audit_records(
+        self, session: str | None = None, since_seq: int = 0
+    ) -> Iterator[AuditRecord]:
+        """The records after ``since_seq``, of one session or all."""
+        from antiloop.stores.auditlog import parse_rows
+
+        return parse_rows(self._rows(session, since_seq))

@@ -14,11 +14,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from antiloop.history import SessionState
+from antiloop.stores._common import AuditReading
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
     from antiloop.audit import AuditEvent
-    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem
 
 
 class _Transaction:
@@ -48,7 +49,7 @@ class _Transaction:
             store._lock.release()
 
 
-class MemoryStore:
+class MemoryStore(AuditReading):
     """Session state in this process only: fast, and gone when the process ends.
 
     Args:
@@ -146,12 +147,6 @@ class MemoryStore:
         for record in parse_rows(rows):
             if session is None or record.session == session:
                 yield record
-
-    def session_summaries(self) -> list[SessionSummary]:
-        """One summary per session in the log."""
-        from antiloop.stores.auditlog import summarise
-
-        return summarise(self.audit_records())
 
     def verify_audit(self) -> list[Problem]:
         """Check the chain."""

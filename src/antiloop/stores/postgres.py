@@ -18,19 +18,19 @@ import contextlib
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from antiloop.errors import ConfigError, MissingExtra, StoreError
 from antiloop.history import SessionState
-from antiloop.stores._common import hide_password, split_options
+from antiloop.stores._common import SQLAuditReading, hide_password, split_options
 from antiloop.stores.codec import StateCache, decode_state, encode_state
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
     from antiloop.audit import AuditEvent
-    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
+    from antiloop.stores.auditlog import AuditRow, Problem
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
@@ -144,7 +144,7 @@ class _Transaction:
             store._lock.release()
 
 
-class PostgresStore:
+class PostgresStore(SQLAuditReading):
     """Sessions, audit log, approvals, cache and interventions in PostgreSQL (psycopg 3).
 
     Args:
@@ -384,20 +384,6 @@ class PostgresStore:
         return [
             AuditRow(r[0], r[1], r[2], {"session": r[3], "kind": r[4], "at": r[5]}) for r in found
         ]
-
-    def audit_records(
-        self, session: str | None = None, since_seq: int = 0
-    ) -> Iterator[AuditRecord]:
-        """The records after ``since_seq``, of one session or all."""
-        from antiloop.stores.auditlog import parse_rows
-
-        return parse_rows(self._rows(session, since_seq))
-
-    def session_summaries(self) -> list[SessionSummary]:
-        """One summary per session in the log."""
-        from antiloop.stores.auditlog import summarise
-
-        return summarise(self.audit_records())
 
     def verify_audit(self) -> list[Problem]:
         """Check the chain and the head."""

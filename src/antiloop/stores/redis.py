@@ -55,13 +55,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from antiloop.errors import MissingExtra, StoreError
 from antiloop.history import SessionState
-from antiloop.stores._common import hide_password, split_options
+from antiloop.stores._common import AuditReading, hide_password, split_options
 from antiloop.stores.codec import StateCache, decode_state, encode_state
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
     from antiloop.audit import AuditEvent
-    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem
 
 __all__ = ["RedisStore"]
 
@@ -194,7 +194,7 @@ class _Transaction:
             store._tx_lock.release()
 
 
-class RedisStore:
+class RedisStore(AuditReading):
     """Sessions, audit log, approvals, cache and interventions in Redis.
 
     Args:
@@ -607,12 +607,6 @@ class RedisStore:
         for record in parse_rows(self._audit_rows(since_seq)):
             if record.seq > since_seq and (session is None or record.session == session):
                 yield record
-
-    def session_summaries(self) -> list[SessionSummary]:
-        """One summary per session in the log."""
-        from antiloop.stores.auditlog import summarise
-
-        return summarise(self.audit_records())
 
     def verify_audit(self) -> list[Problem]:
         """Check the chain (in list order) and the head."""
