@@ -17,6 +17,8 @@ from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+from antiloop.stores import ApprovalStore as _Approvals
+from antiloop.stores import Interventions
 
 log = logging.getLogger("antiloop")
 
@@ -33,50 +35,8 @@ METHODS = (
 
 
 @runtime_checkable
-class ApprovalStore(Protocol):
-    """The store methods approvals, feedback and stops need (each store implements them)."""
-
-    def put_approval(self, req: ApprovalRequest) -> None:
-        """Save a new request."""
-        ...
-
-    def get_approval(self, id: str) -> ApprovalRequest | None:
-        """One request by id, or None."""
-        ...
-
-    def decide_approval(
-        self,
-        id: str,
-        status: ApprovalStatus,
-        decided_by: str,
-        comment: str | None = None,
-        edited_args: Mapping[str, Any] | None = None,
-        now: float | None = None,
-    ) -> ApprovalRequest:
-        """Atomically decide a pending, unexpired request; an expired one becomes expired."""
-        ...
-
-    def list_approvals(
-        self, status: ApprovalStatus | str | None = None, session: str | None = None
-    ) -> list[ApprovalRequest]:
-        """Requests, oldest first, optionally by status and session."""
-        ...
-
-    def push_feedback(self, session: str, text: str) -> None:
-        """Queue a person's text for a session's next step."""
-        ...
-
-    def pop_feedback(self, session: str) -> list[str]:
-        """Take every queued text of a session, oldest first."""
-        ...
-
-    def request_stop(self, session: str, by: str) -> None:
-        """Ask a session to stop at its next step."""
-        ...
-
-    def stop_requested(self, session: str) -> str | None:
-        """Who asked the session to stop, or None."""
-        ...
+class ApprovalStore(_Approvals, Interventions, Protocol):
+    """The store methods approvals, feedback and stops need (each built-in store has them)."""
 
 
 class MemoryLedger:
@@ -99,7 +59,7 @@ class MemoryLedger:
     def decide_approval(
         self,
         id: str,
-        status: ApprovalStatus,
+        status: ApprovalStatus | str,
         decided_by: str,
         comment: str | None = None,
         edited_args: Mapping[str, Any] | None = None,
@@ -187,7 +147,7 @@ class Ledger:
     def decide_approval(  # pragma: no cover
         self,
         id: str,
-        status: ApprovalStatus,
+        status: ApprovalStatus | str,
         decided_by: str,
         comment: str | None = None,
         edited_args: Mapping[str, Any] | None = None,
