@@ -31,6 +31,7 @@ METHODS = (
     "pop_feedback",
     "request_stop",
     "stop_requested",
+    "clear_stop",
 )
 
 
@@ -116,6 +117,10 @@ class MemoryLedger:
         with self._lock:
             return self._stops.get(session)
 
+    def clear_stop(self, session: str) -> None:
+        with self._lock:
+            self._stops.pop(session, None)
+
 
 class Ledger:
     """Each approval method from the store when it has it, else from this process."""
@@ -170,6 +175,9 @@ class Ledger:
         raise NotImplementedError
 
     def stop_requested(self, session: str) -> str | None:  # pragma: no cover
+        raise NotImplementedError
+
+    def clear_stop(self, session: str) -> None:  # pragma: no cover
         raise NotImplementedError
 
 
