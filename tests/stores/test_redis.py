@@ -142,3 +142,19 @@ def test_threads_on_two_guards_record_every_step(redis_backend: Backend) -> None
     assert store.peek("s").steps == 80
     assert store.verify_audit() == []
     assert len(list(store.audit_records("s"))) == 80
+
+
+def test_stop_and_feedback_are_read_in_one_round_trip(
+    redis_backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service reads a session's stop request and takes its feedback in one round trip."""
+    store = redis_backend.open()
+    store.push_feedback("s", "try the staging config")
+    store.push_feedback("s", "and be quick")
+    store.request_stop("s", "ana")
+    assert store.interventions("s") == ("ana", ["try the staging config", "and be quick"])
+    trips = RoundTrips(monkeypatch)
+    assert store.interventions("s") == ("ana", [])
+    assert trips.count == 1
+    store.clear_stop("s")
+    assert store.interventions("s") == (None, [])

@@ -195,7 +195,12 @@ class Service:
         sid = step.session
         found = seen.get(sid)
         if found is None:
-            found = seen[sid] = (self.ledger.stop_requested(sid), self.ledger.pop_feedback(sid))
+            both = getattr(self.store, "interventions", None)  # one round trip where it can
+            found = seen[sid] = (
+                both(sid)
+                if both is not None
+                else (self.ledger.stop_requested(sid), self.ledger.pop_feedback(sid))
+            )
         by, feedback = found
         if by is not None:
             verdict = self.approvals.stopped(self.guard, sid)

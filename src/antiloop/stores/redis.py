@@ -764,6 +764,22 @@ class RedisStore(AuditReading):
         result: list[str] = self._run("take feedback", pop)
         return result
 
+    def interventions(self, session: str) -> tuple[str | None, list[str]]:
+        """``stop_requested`` and ``pop_feedback`` together, in one round trip."""
+        stop_key, feedback_key = self._keys(session)[3], self._keys(session)[2]
+
+        def both(c: Any) -> tuple[str | None, list[str]]:
+            pipe = c.pipeline(transaction=True)
+            pipe.get(stop_key)
+            pipe.lrange(feedback_key, 0, -1)
+            pipe.delete(feedback_key)
+            by, items, _ = pipe.execute()
+            said = [i.decode("utf-8", "surrogatepass") for i in items]
+            return (None if by is None else by.decode()), said
+
+        result: tuple[str | None, list[str]] = self._run("read interventions", both)
+        return result
+
     def request_stop(self, session: str, by: str) -> None:
         """Ask the session to stop."""
         self._run("ask a session to stop", lambda c: c.set(self._keys(session)[3], by, ex=self.ttl))
