@@ -1,7 +1,7 @@
 """``antiloop serve``: the HTTP API and the dashboard (needs the ``server`` extra).
 
 from antiloop.server import Service, create_app
-app = create_app(Service("sqlite:///antiloop.db", token="s3cret"))   # any ASGI server
+app = create_app(Service("sqlite://antiloop.db", token="s3cret"))   # any ASGI server
 """
 
 from __future__ import annotations
