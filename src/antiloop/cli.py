@@ -19,18 +19,18 @@ from antiloop.errors import AntiloopError
 #: command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("antiloop.commands.check", "judge a stream of steps (JSON lines), one verdict each"),
-    "demo": ("antiloop.commands.demo", "watch the guard stop three looping agents"),
-    "calibrate": ("antiloop.commands.calibrate", "choose goal and stagnation thresholds"),
-    "log": ("antiloop.commands.log", "the audit log: sessions, timelines, follow, export, verify"),
-    "mcp-proxy": ("antiloop.commands.mcp_proxy", "guard the tool calls of an MCP server"),
+    "scan": ("antiloop.commands.scan", "find the loops in recorded agent runs, and what they cost"),
+    "demo": ("antiloop.commands.demo", "watch the guard stop scripted agents that loop"),
+    "hook": ("antiloop.commands.hook", "answer a coding agent's hook event (JSON on stdin)"),
+    "install": ("antiloop.commands.install", "add antiloop's hooks to Claude Code, Gemini, Codex"),
+    "doctor": ("antiloop.commands.doctor", "check an installation of the hooks end to end"),
     "serve": ("antiloop.commands.serve", "run the HTTP API and dashboard (approvals, sessions)"),
     "stop": ("antiloop.commands.stop", "stop a guarded run at its next step"),
     "approve": ("antiloop.commands.approve", "approve a pending request (--list shows them)"),
     "deny": ("antiloop.commands.approve", "deny a pending request, with -m for the agent"),
-    "scan": ("antiloop.commands.scan", "find the loops in recorded agent runs, and what they cost"),
-    "hook": ("antiloop.commands.hook", "answer a coding agent's hook event (JSON on stdin)"),
-    "install": ("antiloop.commands.install", "add antiloop's hooks to Claude Code, Gemini, Codex"),
-    "doctor": ("antiloop.commands.doctor", "check an installation of the hooks end to end"),
+    "log": ("antiloop.commands.log", "the audit log: sessions, timelines, follow, export, verify"),
+    "mcp-proxy": ("antiloop.commands.mcp_proxy", "guard the tool calls of an MCP server"),
+    "calibrate": ("antiloop.commands.calibrate", "choose goal and stagnation thresholds"),
 }
 
 
