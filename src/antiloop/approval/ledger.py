@@ -9,16 +9,13 @@ without approvals still works in one process; it logs once that the records are 
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from collections import defaultdict, deque
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, Protocol, runtime_checkable
 
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
 from antiloop.stores import ApprovalStore as _Approvals
 from antiloop.stores import Interventions
+from antiloop.stores.memory import MemoryStore
 
 log = logging.getLogger("antiloop")
 
@@ -40,86 +37,11 @@ class ApprovalStore(_Approvals, Interventions, Protocol):
     """The store methods approvals, feedback and stops need (each built-in store has them)."""
 
 
-class MemoryLedger:
-    """Approvals, feedback and stop requests in this process (tests, and stores without them)."""
+class MemoryLedger(MemoryStore):
+    """Approvals, feedback and stop requests in this process: the memory store's own.
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests: dict[str, ApprovalRequest] = {}
-        self._feedback: defaultdict[str, deque[str]] = defaultdict(deque)
-        self._stops: dict[str, str] = {}
-
-    def put_approval(self, req: ApprovalRequest) -> None:
-        with self._lock:
-            self._requests[req.id] = req
-
-    def get_approval(self, id: str) -> ApprovalRequest | None:
-        with self._lock:
-            return self._requests.get(id)
-
-    def decide_approval(
-        self,
-        id: str,
-        status: ApprovalStatus | str,
-        decided_by: str,
-        comment: str | None = None,
-        edited_args: Mapping[str, Any] | None = None,
-        now: float | None = None,
-    ) -> ApprovalRequest:
-        now = time.time() if now is None else now
-        with self._lock:
-            req = self._requests.get(id)
-            if req is None:
-                raise KeyError(id)
-            if req.status is not ApprovalStatus.PENDING:
-                return req
-            if req.expires_at is not None and now >= req.expires_at:
-                req = replace(
-                    req, status=ApprovalStatus.EXPIRED, decided_by="timeout", decided_at=now
-                )
-            else:
-                req = replace(
-                    req,
-                    status=ApprovalStatus(status),
-                    decided_by=decided_by,
-                    decided_at=now,
-                    comment=comment,
-                    edited_args=edited_args,
-                )
-            self._requests[id] = req
-            return req
-
-    def list_approvals(
-        self, status: ApprovalStatus | str | None = None, session: str | None = None
-    ) -> list[ApprovalRequest]:
-        with self._lock:
-            found = list(self._requests.values())
-        return [
-            r
-            for r in sorted(found, key=lambda r: r.created_at)
-            if (status is None or r.status == status) and (session is None or r.session == session)
-        ]
-
-    def push_feedback(self, session: str, text: str) -> None:
-        with self._lock:
-            self._feedback[session].append(text)
-
-    def pop_feedback(self, session: str) -> list[str]:
-        with self._lock:
-            queue = self._feedback.pop(session, None)
-        return list(queue) if queue else []
-
-    def request_stop(self, session: str, by: str) -> None:
-        with self._lock:
-            self._stops.setdefault(session, by)
-
-    def stop_requested(self, session: str) -> str | None:
-        with self._lock:
-            return self._stops.get(session)
-
-    def clear_stop(self, session: str) -> None:
-        with self._lock:
-            self._stops.pop(session, None)
+    The fallback for a third-party store without the approval methods (tests use it too).
+    """
 
 
 class Ledger:
