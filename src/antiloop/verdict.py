@@ -116,6 +116,18 @@ class Verdict:
         }
 
 
+def invalid_wire(index: int, reason: str) -> dict[str, object]:
+    """The ``antiloop check`` line for input that is no step (PROTOCOL.md section 2)."""
+    return {
+        "index": index,
+        "action": "invalid",
+        "detector": None,
+        "outcome": None,
+        "fingerprint": None,
+        "reason": reason,
+    }
+
+
 def worst(verdicts: list[Verdict]) -> Verdict:
     """Combine verdicts: the highest action wins; among equals, detector precedence decides."""
     best: Verdict | None = None

@@ -12,7 +12,7 @@ from antiloop.config import GuardConfig, load_config
 from antiloop.errors import BadStep
 from antiloop.events import parse_line
 from antiloop.guard import Guard
-from antiloop.verdict import Action
+from antiloop.verdict import Action, invalid_wire
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -70,14 +70,7 @@ def _judge_line(
     try:
         step = parse_line(raw)
     except BadStep as exc:
-        return {
-            "index": index,
-            "action": "invalid",
-            "detector": None,
-            "outcome": None,
-            "fingerprint": None,
-            "reason": f"line {lineno}: {exc}",
-        }, False
+        return invalid_wire(index, f"line {lineno}: {exc}"), False
     verdict = guard.record(step)
     stops = verdict.action is Action.STOP and verdict.detector not in ("goal", "terminated")
     return verdict.to_wire(index), stops

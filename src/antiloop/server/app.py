@@ -49,7 +49,7 @@ from antiloop.events import Step, step_from_dict
 from antiloop.guard import Guard
 from antiloop.server.openapi import schema
 from antiloop.stores import Store
-from antiloop.verdict import Action, Verdict
+from antiloop.verdict import Action, Verdict, invalid_wire
 
 log = logging.getLogger("antiloop")
 
@@ -183,15 +183,7 @@ class Service:
         try:
             step = step_from_dict(raw)
         except BadStep as exc:
-            return {
-                "index": index,
-                "action": "invalid",
-                "detector": None,
-                "outcome": None,
-                "fingerprint": None,
-                "reason": f"step {index}: {exc}",
-                "hint": "",
-            }
+            return {**invalid_wire(index, f"step {index}: {exc}"), "hint": ""}
         sid = step.session
         found = seen.get(sid)
         if found is None:
