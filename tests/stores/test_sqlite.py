@@ -142,23 +142,78 @@ def test_state_written_by_a_newer_codec_is_a_store_error(tmp_path: Path) -> None
     assert verdict.action is Action.BLOCK
 
 
+class _FlakyBegin:
+    """A cursor whose first ``fails`` BEGINs raise the given SQLite lock error."""
+
+    def __init__(self, inner: Any, fails: int, name: str) -> None:
+        self.inner, self.fails, self.name = inner, fails, name
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        if sql == "BEGIN IMMEDIATE" and self.fails:
+            self.fails -= 1
+            exc = sqlite3.OperationalError("database is locked")
+            exc.sqlite_errorname = self.name
+            raise exc
+        return self.inner.execute(sql, *args)
+
+
+@pytest.mark.parametrize("name", ["SQLITE_BUSY_SNAPSHOT", "SQLITE_PROTOCOL", "SQLITE_BUSY"])
+def test_transient_lock_errors_are_retried(tmp_path: Path, name: str) -> None:
+    """Lock errors that skip SQLite's busy handler are retried, and the step counts once."""
+    store = SQLiteStore(tmp_path / "antiloop.db")
+    store.sessions()
+    store._cursor = _FlakyBegin(store._cursor, 3, name)
+    with store.transaction("s") as state:
+        state.steps += 1
+    assert store._cursor.fails == 0
+    assert SQLiteStore(tmp_path / "antiloop.db").peek("s").steps == 1  # type: ignore[union-attr]
+
+
+def test_a_lock_held_past_the_timeout_is_a_store_error(tmp_path: Path) -> None:
+    """Another process holding the write lock longer than ``timeout`` is a StoreError."""
+    path = tmp_path / "antiloop.db"
+    SQLiteStore(path).sessions()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        store = SQLiteStore(path, timeout=0.2)
+        with pytest.raises(StoreError, match="could not lock the database"), store.transaction("s"):
+            pass
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def test_other_errors_are_not_retried(tmp_path: Path) -> None:
+    """A read-only or damaged file fails at once, without waiting out the timeout."""
+    store = SQLiteStore(tmp_path / "antiloop.db", timeout=60)
+    store.sessions()
+    store._cursor = _FlakyBegin(store._cursor, 1, "SQLITE_IOERR")
+    with pytest.raises(StoreError, match="could not lock"), store.transaction("s"):
+        pass
+
+
 # -- many processes --------------------------------------------------------------------------
 
 
 def _worker(url: str, me: int, barrier: Any, out: Any) -> None:
     guard = Guard(store=url, config=CONFIG, on_store_error="block")
     barrier.wait()
-    actions = []
+    actions: list[str] = []
+    reasons: list[str] = []
     for i in range(8):
         step = Step(tool="read", args={"file_path": f"f{i}.py"}, output=str(i), session=f"own{me}")
-        actions.append(guard.record(step).action.name)
         shared = Step(
             tool="read", args={"file_path": f"p{me}-{i}.py"}, output="x", session="shared"
         )
-        actions.append(guard.record(shared).action.name)
+        for one in (step, shared):
+            verdict = guard.record(one)
+            actions.append(verdict.action.name)
+            if verdict.action.name != "CONTINUE":
+                reasons.append(verdict.reason)
     last = Step(tool="read", args={"file_path": "f7.py"}, output="7", session=f"own{me}")
     actions.append(guard.record(last).action.name)
-    out.put((me, actions))
+    out.put((me, (actions, reasons)))
 
 
 @pytest.mark.slow
@@ -176,8 +231,8 @@ def test_32_processes_lose_nothing_and_verdicts_stay_right(tmp_path: Path) -> No
     for p in procs:
         p.join(timeout=60)
         assert p.exitcode == 0
-    for actions in results.values():
-        assert actions[:-1] == ["CONTINUE"] * 16
+    for actions, reasons in results.values():
+        assert actions[:-1] == ["CONTINUE"] * 16, reasons
         assert actions[-1] == "STOP"
     store = SQLiteStore.from_url(url)
     assert store.peek("shared").steps == 32 * 8

@@ -75,6 +75,8 @@ _GET_HEAD = "SELECT value FROM meta WHERE key = 'audit_head'"
 _SET_HEAD = "UPDATE meta SET value = ? WHERE key = 'audit_head'"
 _NEW_HEAD = "INSERT INTO meta (key, value) VALUES ('audit_head', ?)"
 _DATA_VERSION = "PRAGMA data_version"
+_TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_PROTOCOL")
+"""Lock errors worth another try (``sqlite3.Error.sqlite_errorname`` prefixes)."""
 _PUT_AUDIT = "INSERT INTO audit (seq, session, kind, at, body, hash) VALUES (?, ?, ?, ?, ?, ?)"
 
 
@@ -94,7 +96,7 @@ class _Transaction:
             db = store._connect()
             cur = store._cursor
             try:
-                cur.execute("BEGIN IMMEDIATE")
+                store._begin(cur)
             except sqlite3.Error as exc:
                 raise store._failed("could not lock the database", exc) from exc
             try:
@@ -369,6 +371,26 @@ class SQLiteStore(SQLAuditReading):
         """Lock the database (``BEGIN IMMEDIATE``), yield the state, save it on a clean exit."""
         return _Transaction(self, session)
 
+    def _begin(self, cur: Any) -> None:
+        """``BEGIN IMMEDIATE``, retried on a transient lock error until the busy timeout.
+
+        SQLite's busy handler covers the usual wait for another writer, but some lock
+        errors skip it (a stale WAL snapshot, a WAL index being rebuilt, too many retries
+        under heavy contention); those are retried here for the rest of ``timeout``.
+        """
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                cur.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                name = getattr(exc, "sqlite_errorname", "")
+                if not name.startswith(_TRANSIENT) or time.monotonic() >= deadline:
+                    raise
+                assert self._db is not None  # noqa: S101 - cur belongs to it
+                _rollback(self._db)
+                time.sleep(0.002)
+
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
             try:
@@ -386,7 +408,7 @@ class SQLiteStore(SQLAuditReading):
                 except sqlite3.Error as exc:
                     raise self._failed("could not write", exc) from exc
             try:
-                db.execute("BEGIN IMMEDIATE")
+                self._begin(db)
                 result = fn(db)
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
