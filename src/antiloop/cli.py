@@ -8,13 +8,15 @@ new process per tool call).
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 from antiloop.errors import AntiloopError
+
+if TYPE_CHECKING:
+    import argparse
 
 #: command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -34,15 +36,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line: what is wrong, and where to look."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only ``command``'s module is imported to add its arguments."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        """An argument parser whose errors are one line: what is wrong, and where to look."""
+
+        def error(self, message: str) -> NoReturn:
+            self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
     parser = _Parser(
         prog="antiloop", description="Keeps AI agents from looping; keeps people in control."
     )
@@ -62,9 +65,32 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _hook_call(args: Sequence[str]) -> tuple[str, str | None] | None:
+    """``hook AGENT [--config FILE]`` read without building the parser, else None.
+
+    The hook runs as a new process per tool call: argparse's set-up (help formatters,
+    gettext, shutil) is a few milliseconds of each call that this plain form skips.
+    """
+    if len(args) < 2 or args[0] != "hook" or args[1].startswith("-"):
+        return None
+    rest = args[2:]
+    if not rest:
+        return args[1], None
+    if len(rest) == 2 and rest[0] == "--config" and not rest[1].startswith("-"):
+        return args[1], rest[1]
+    if len(rest) == 1 and rest[0].startswith("--config=") and len(rest[0]) > 9:
+        return args[1], rest[0][9:]
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    hook = _hook_call(args)
+    if hook is not None:
+        from antiloop.commands.hook import answer
+
+        return _run(lambda: answer(*hook))
     parser = build_parser(_command_of(args))
     ns = parser.parse_args(args)
     if ns.version:
@@ -76,8 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
+    return _run(lambda: handler(ns))
+
+
+def _run(work: Callable[[], int]) -> int:
+    """Run a command: an AntiloopError is one line on stderr and exit 2."""
     try:
-        code: int = handler(ns)
+        return work()
     except AntiloopError as exc:
         print(f"antiloop: {exc}", file=sys.stderr)
         return 2
@@ -86,4 +117,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("antiloop: interrupted", file=sys.stderr)
         return 130
-    return code

@@ -13,7 +13,6 @@ import contextlib
 import contextvars
 import functools
 import json
-import logging
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -58,10 +57,19 @@ from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
+    import logging
+
     from antiloop.approval import Approvals
     from antiloop.embed import Embedder
 
-log = logging.getLogger("antiloop")
+
+def _log() -> logging.Logger:
+    """The ``antiloop`` logger; imported on first use (the hook path starts per call)."""
+    import logging
+
+    return logging.getLogger("antiloop")
+
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -327,14 +335,14 @@ class Guard:
         """The store failed: follow ``on_store_error`` (allow with a loud log, or block)."""
         message = f"antiloop: store {self.store.url} failed for session {session!r}: {exc}"
         if self.on_store_error == "block":
-            log.error("%s; blocking the call (on_store_error=block)", message)
+            _log().error("%s; blocking the call (on_store_error=block)", message)
             return Verdict.block(
                 "store",
                 f"The guard's store failed ({exc}); calls are blocked until it is back.",
                 outcome="error",
                 hint="The guard cannot record steps right now; wait, or ask for help.",
             )
-        log.error("%s; allowing the call unguarded (on_store_error=allow)", message)
+        _log().error("%s; allowing the call unguarded (on_store_error=allow)", message)
         return Verdict.ok(reason=f"unguarded: the store failed ({exc})")
 
     def _audit_event(

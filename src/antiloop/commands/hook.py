@@ -10,9 +10,12 @@ when the input cannot be read); see ``antiloop.hooks.runner``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -26,19 +29,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     """Read stdin, answer, and exit at once if the deadline left the work running."""
+    return answer(ns.agent, ns.config)
+
+
+def answer(agent: str, config_path: str | None = None) -> int:
+    """Answer the event on stdin for ``agent``; returns the exit status."""
     from antiloop.hooks.runner import run_hook
 
     stdin = sys.stdin
     data = b"" if stdin is None or stdin.isatty() else stdin.buffer.read()
-    answer = run_hook(ns.agent, data, config_path=ns.config)
+    reply = run_hook(agent, data, config_path=config_path)
     try:
-        sys.stdout.write(answer.stdout)
+        sys.stdout.write(reply.stdout)
         sys.stdout.flush()
-        if answer.stderr:
-            sys.stderr.write(answer.stderr)
+        if reply.stderr:
+            sys.stderr.write(reply.stderr)
             sys.stderr.flush()
     except OSError:
         pass
-    if not answer.finished:
-        os._exit(answer.code)  # the worker may hold a lock: leave it to the OS
-    return answer.code
+    if not reply.finished:
+        os._exit(reply.code)  # the worker may hold a lock: leave it to the OS
+    return reply.code
