@@ -7,11 +7,10 @@ Example:
     'continue'
 """
 
-import typing
+from antiloop._exports import lazy_exports as _lazy_exports
 
-from antiloop._lazy import lazy_exports as _lazy_exports
-
-if typing.TYPE_CHECKING:
+TYPE_CHECKING = False  # not typing's: importing typing costs every hook process ~10 ms
+if TYPE_CHECKING:
     from antiloop.config import GuardConfig, load_config
     from antiloop.detectors import (
         AllOf,

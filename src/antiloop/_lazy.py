@@ -6,30 +6,14 @@ The hook path starts a new Python process per tool call, so importing ``antiloop
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from antiloop._exports import lazy_exports
 
-def lazy_exports(
-    package: str, namespace: dict[str, Any], where: dict[str, str]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` that import ``where[name]`` (a module) on first use."""
-
-    def __getattr__(name: str) -> Any:
-        module = where.get(name)
-        if module is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        namespace[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(where))
-
-    return __getattr__, __dir__
+__all__ = ["LazyPattern", "lazy_exports"]
 
 
 class LazyPattern:

@@ -8,15 +8,13 @@ new process per tool call).
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
 
-from antiloop.errors import AntiloopError
-
+TYPE_CHECKING = False  # typing's constant, without importing typing on the hook path
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Callable, Sequence
+    from typing import NoReturn
 
 #: command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -54,7 +52,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, (module, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text, description=help_text)
         if name == command:
-            importlib.import_module(module).configure(cmd)
+            from importlib import import_module
+
+            import_module(module).configure(cmd)
     return parser
 
 
@@ -88,9 +88,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     hook = _hook_call(args)
     if hook is not None:
+        from antiloop._hook_client import answer_by_daemon
+
+        asked = answer_by_daemon(*hook)
+        if asked.code is not None:
+            return asked.code
         from antiloop.commands.hook import answer
 
-        return _run(lambda: answer(*hook))
+        return _run(lambda: answer(*hook, data=asked.data, start_daemon=asked.start))
     parser = build_parser(_command_of(args))
     ns = parser.parse_args(args)
     if ns.version:
@@ -107,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(work: Callable[[], int]) -> int:
     """Run a command: an AntiloopError is one line on stderr and exit 2."""
+    from antiloop.errors import AntiloopError
+
     try:
         return work()
     except AntiloopError as exc:

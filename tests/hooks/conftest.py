@@ -24,6 +24,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     """An environment whose store lives in tmp_path and whose config is none."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANTILOOP_", "CLAUDE_"))}
     clean["ANTILOOP_STORE"] = f"sqlite:///{tmp_path / 'store' / 'antiloop.db'}"
+    clean["ANTILOOP_HOOKD"] = "0"  # answered in the process; test_daemon.py turns it on
     return clean
 
 

@@ -32,12 +32,28 @@ def run(ns: argparse.Namespace) -> int:
     return answer(ns.agent, ns.config)
 
 
-def answer(agent: str, config_path: str | None = None) -> int:
-    """Answer the event on stdin for ``agent``; returns the exit status."""
+def answer(
+    agent: str,
+    config_path: str | None = None,
+    *,
+    data: bytes | None = None,
+    start_daemon: bool = False,
+) -> int:
+    """Answer the event for ``agent`` in this process; returns the exit status.
+
+    ``data``: the event, when already read (else stdin is read). ``start_daemon``: also start
+    the hook daemon in the background, so that it answers the next events
+    (``antiloop.hooks.daemon``; ``ANTILOOP_HOOKD=0`` turns it off).
+    """
     from antiloop.hooks.runner import run_hook
 
-    stdin = sys.stdin
-    data = b"" if stdin is None or stdin.isatty() else stdin.buffer.read()
+    if data is None:
+        stdin = sys.stdin
+        data = b"" if stdin is None or stdin.isatty() else stdin.buffer.read()
+    if start_daemon:
+        from antiloop.hooks.daemon import start_in_background
+
+        start_in_background()
     reply = run_hook(agent, data, config_path=config_path)
     try:
         sys.stdout.write(reply.stdout)

@@ -175,8 +175,29 @@ def get_embedder(name: str = "auto", *, cached: bool = True) -> Embedder:
         ConfigError: the name is unknown or does not give an embedder.
         MissingExtra: the named embedder needs a package that is not installed.
     """
-    embedder = _resolve(name.strip())
+    name = name.strip()
+    shared = _SHARED
+    if shared is not None and cached:
+        found = shared.get(name)
+        if found is None:
+            found = shared[name] = CachedEmbedder(_resolve(name))
+        return found
+    embedder = _resolve(name)
     return CachedEmbedder(embedder) if cached else embedder
+
+
+_SHARED: dict[str, Embedder] | None = None
+
+
+def share_embedders() -> None:
+    """From now on, one cached embedder per name for the whole process.
+
+    For long-lived processes that build a guard per request (the hook daemon): the model is
+    loaded once instead of at every goal or stagnation check. Embedders are thread-safe.
+    """
+    global _SHARED  # a process-wide switch, set once
+    if _SHARED is None:
+        _SHARED = {}
 
 
 def _resolve(name: str) -> Embedder:

@@ -1,0 +1,346 @@
+"""The hook daemon: same answers as a hook process, started by the first hook, safe to lose."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.hooks.conftest import ANTILOOP
+from tests.hooks.payloads import ClaudeSession
+
+from antiloop._hook_client import decode_reply, encode_request, private, socket_path
+from antiloop.hooks.daemon import Daemon, _Sources, caller_env, decode_request
+from antiloop.stores import open_store
+
+# Runs the command line as the console script does, then says on stderr whether the engine was
+# imported in this process (it is not when the daemon answered).
+PROBE = (
+    "import sys; from antiloop.cli import main; code = main();"
+    "print('in-process' if 'antiloop.hooks.runner' in sys.modules else 'daemon', file=sys.stderr);"
+    "sys.exit(code)"
+)
+
+
+@pytest.fixture
+def denv(env: dict[str, str], tmp_path: Path) -> Iterator[dict[str, str]]:
+    """``env`` with the daemon on, its socket in a directory of this test; stopped after."""
+    run = tmp_path / "run"
+    daemon_env = {**env, "ANTILOOP_HOOKD": "1", "ANTILOOP_HOOKD_DIR": str(run)}
+    yield daemon_env
+    path = Path(socket_path(daemon_env))
+    if path.exists():
+        path.unlink()  # a daemon whose socket is gone exits within a second
+    while STARTED:
+        proc = STARTED.pop()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+
+
+STARTED: list[subprocess.Popen[bytes]] = []
+
+
+def probe(payload: dict[str, Any] | bytes, env: dict[str, str]) -> tuple[str, str, str]:
+    """(stdout, who answered, stderr) of one ``antiloop hook claude-code``."""
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, "hook", "claude-code"],
+        input=data,
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    *lines, who = proc.stderr.decode().strip().splitlines()
+    return proc.stdout.decode(), who, "\n".join(lines)
+
+
+def wait_for(check: Callable[[], bool], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out")
+        time.sleep(0.05)
+
+
+def start_daemon(env: dict[str, str]) -> str:
+    """Start the daemon as the first hook would, and wait until it listens."""
+    path = socket_path(env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "antiloop.hooks.daemon", "--socket", path],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    STARTED.append(proc)
+    wait_for(lambda: Path(path).exists())
+    return path
+
+
+def test_the_first_hook_answers_itself_and_starts_the_daemon(
+    denv: dict[str, str], tmp_path: Path
+) -> None:
+    """No daemon: the hook answers in its process and starts one; the next ones use it."""
+    s = ClaudeSession("first", cwd=str(tmp_path))
+    out, who, _ = probe(s.read(str(tmp_path / "a.py"), "same\n"), denv)
+    assert (out, who) == ("", "in-process")
+    wait_for(lambda: Path(socket_path(denv)).exists())
+    out, who, _ = probe(s.read(str(tmp_path / "a.py"), "same\n"), denv)
+    assert who == "daemon"
+    answer = json.loads(out)
+    assert answer["decision"] == "block"
+    assert "AGENT::main::read::a.py::same" in answer["reason"]
+    assert Path(socket_path(denv)).parent.stat().st_mode & 0o777 == 0o700
+
+
+def test_the_daemon_gives_the_answers_a_hook_process_gives(
+    denv: dict[str, str], env: dict[str, str], tmp_path: Path
+) -> None:
+    """The same script of events, once through the daemon and once in-process: same answers."""
+    start_daemon(denv)
+
+    def script(session: str) -> list[dict[str, Any]]:
+        s = ClaudeSession(session, cwd=str(tmp_path))
+        grep = {"pattern": "TODO", "path": "src"}
+        return [
+            s.prompt("Fix the login bug"),
+            s.pre("Grep", grep),
+            s.post("Grep", grep, {"mode": "content", "numFiles": 0, "content": ""}),
+            s.pre("Grep", grep),
+            s.post("Grep", grep, {"mode": "content", "numFiles": 0, "content": ""}),
+            s.pre("Grep", grep),
+            s.pre("Bash", {"command": "rm -rf build"}),
+            s.read(str(tmp_path / "b.py"), "x\n"),
+        ]
+
+    through_daemon = []
+    for payload in script("same-answers"):
+        out, who, _ = probe(payload, denv)
+        assert who == "daemon"
+        through_daemon.append(out)
+    in_process = []
+    for payload in script("same-answers"):
+        out, who, _ = probe(payload, {**env, "ANTILOOP_STORE": env["ANTILOOP_STORE"] + "2"})
+        assert who == "in-process"
+        in_process.append(out)
+    assert through_daemon == in_process
+    assert any('"permissionDecision": "deny"' in out for out in through_daemon)
+
+
+def test_16_parallel_hooks_through_the_daemon_lose_no_step(
+    denv: dict[str, str], tmp_path: Path
+) -> None:
+    """A tool batch: 16 PostToolUse at once on one session, every step counted."""
+    start_daemon(denv)
+    s = ClaudeSession("batch", cwd=str(tmp_path))
+    payloads = [s.read(str(tmp_path / f"f{i}.py"), f"{i}\n") for i in range(16)]
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda p: probe(p, denv), payloads))
+    assert all(who == "daemon" for _, who, _ in answers)
+    assert all(out == "" for out, _, _ in answers)
+    store = open_store(denv["ANTILOOP_STORE"])
+    assert sum(state.steps for state in _states(store)) == 16
+
+
+def _states(store: Any) -> list[Any]:
+    return [store.peek(sid) for sid in store.sessions()]
+
+
+def test_a_stale_answer_means_answered_in_process_and_judged_once(
+    denv: dict[str, str], tmp_path: Path
+) -> None:
+    """Something on the socket that answers ``stale``: the hook judges the event itself."""
+    with fake_daemon(denv, lambda request: b"stale\n") as seen:
+        s = ClaudeSession("stale", cwd=str(tmp_path))
+        assert probe(s.read(str(tmp_path / "a.py"), "x\n"), denv)[:2] == ("", "in-process")
+        out, who, _ = probe(s.read(str(tmp_path / "a.py"), "x\n"), denv)
+    assert who == "in-process"
+    assert json.loads(out)["decision"] == "block"  # each step counted once: a repeat, not 3
+    assert len(seen) == 2
+    assert decode_request(seen[0])[0] == "claude-code"
+
+
+@pytest.mark.parametrize("fail", ["open", "closed"])
+def test_an_event_handed_over_without_an_answer_is_not_judged_twice(
+    denv: dict[str, str], tmp_path: Path, fail: str
+) -> None:
+    """The daemon took the event and then went silent: no second judgement, fail mode kept."""
+    s = ClaudeSession("lost", cwd=str(tmp_path))
+    env = {**denv, "ANTILOOP_FAIL": fail}
+    with fake_daemon(denv, lambda request: b""):
+        proc = subprocess.run(
+            [str(ANTILOOP), "hook", "claude-code"],
+            input=json.dumps(s.pre("Read", {"file_path": "/a"})).encode(),
+            capture_output=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    assert proc.stdout == b""
+    assert b"this event was not checked" in proc.stderr
+    assert proc.returncode == (2 if fail == "closed" else 0)
+    store = open_store(denv["ANTILOOP_STORE"])
+    assert store.sessions() == []  # nothing judged in the process either
+
+
+def test_a_socket_directory_open_to_others_is_not_trusted(
+    denv: dict[str, str], tmp_path: Path
+) -> None:
+    """A socket in a directory others may write is never connected to."""
+    run = Path(denv["ANTILOOP_HOOKD_DIR"])
+    with fake_daemon(denv, lambda request: b'ok 0 12 0\n{"bad": 1}\n\n') as seen:
+        run.chmod(0o777)
+        assert not private(str(run))
+        s = ClaudeSession("open", cwd=str(tmp_path))
+        out, who, _ = probe(s.pre("Read", {"file_path": "/a"}), denv)
+    assert who == "in-process"
+    assert seen == []
+    assert '"bad"' not in out
+
+
+def test_the_daemon_leaves_when_idle_or_when_its_socket_goes(tmp_path: Path) -> None:
+    """Idle past its limit, or socket removed: ``serve_forever`` returns and cleans up."""
+    run = tmp_path / "run"
+    idle = Daemon(str(run / "idle.sock"), idle=0.5)
+    assert idle.bind()
+    started = time.monotonic()
+    idle.serve_forever()
+    assert time.monotonic() - started < 10
+    assert not (run / "idle.sock").exists()
+
+    gone = Daemon(str(run / "gone.sock"), idle=3600)
+    assert gone.bind()
+    worker = threading.Thread(target=gone.serve_forever)
+    worker.start()
+    (run / "gone.sock").unlink()
+    worker.join(10)
+    assert not worker.is_alive()
+
+
+def test_a_second_daemon_does_not_take_a_live_socket(tmp_path: Path) -> None:
+    """Two daemons started at once: the second sees the first answering and does not bind."""
+    path = str(tmp_path / "run" / "one.sock")
+    first = Daemon(path, idle=3600)
+    assert first.bind()
+    worker = threading.Thread(target=first.serve_forever)
+    worker.start()
+    try:
+        assert not Daemon(path, idle=3600).bind()
+    finally:
+        first.retire()
+        worker.join(10)
+    assert not Path(path).exists()
+
+
+def test_a_changed_source_file_is_noticed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upgrade (a module file of antiloop changed on disk) makes the daemon stale."""
+    source = tmp_path / "fake.py"
+    source.write_text("x = 1\n")
+    module = type(sys)("antiloop._fake_for_test")
+    module.__file__ = str(source)
+    monkeypatch.setitem(sys.modules, "antiloop._fake_for_test", module)
+    sources = _Sources()
+    assert not sources.changed()
+    os.utime(source, ns=(1, 1))
+    assert sources.changed()
+
+
+def test_requests_round_trip() -> None:
+    """Any bytes in the event, the environment and the paths come through unchanged."""
+    event = b'{"x": "\x00 odd \xff bytes"}\n5:12:'
+    env = [b"A=1", b"EMPTY=", b"WEIRD=a=b\xff", b"ANTILOOP_STORE=sqlite://rel/db"]
+    raw = encode_request("gemini", "/etc/a.toml", "/home/u/p", env, event)
+    agent, config, cwd, got_env, got_event = decode_request(raw)
+    assert (agent, config, cwd, got_event) == ("gemini", "/etc/a.toml", "/home/u/p", event)
+    assert got_env["EMPTY"] == ""
+    assert got_env["WEIRD"] == os.fsdecode(b"a=b\xff")
+    assert decode_request(encode_request("codex", "", "/", [], b""))[1] is None
+    for bad in (b"", b"x\n", b"2\n3:abc", b"1\n9:antiloop", b"1\n3:abc"):
+        with pytest.raises(ValueError, match=r"\w"):
+            decode_request(bad)
+
+
+def test_replies_are_read_strictly() -> None:
+    """Only a whole ``ok`` reply is an answer; anything else is not."""
+    assert decode_reply(b"ok 0 3 2\nabcde") == (0, b"abc", b"de")
+    assert decode_reply(b"ok 2 0 0\n") == (2, b"", b"")
+    for bad in (
+        b"stale\n",
+        b"ok 0 3 2\nabcd",
+        b"ok 0 3\nabc",
+        b"ok x 1 1\nab",
+        b"",
+        b"ok 0 -1 1\na",
+    ):
+        assert decode_reply(bad) is None
+
+
+def test_relative_paths_of_the_caller_are_made_absolute() -> None:
+    """A relative store or config is the caller's, not the daemon's directory's."""
+    env = caller_env(
+        {"ANTILOOP_STORE": "sqlite://data/a.db", "ANTILOOP_CONFIG": "conf/antiloop.toml"},
+        "/home/u/proj",
+    )
+    assert env["ANTILOOP_STORE"] == "sqlite:///home/u/proj/data/a.db"
+    assert env["ANTILOOP_CONFIG"] == "/home/u/proj/conf/antiloop.toml"
+    kept = {"ANTILOOP_STORE": "sqlite:///abs/a.db", "ANTILOOP_CONFIG": "/etc/a.toml"}
+    assert caller_env(dict(kept), "/x") == kept
+    redis = {"ANTILOOP_STORE": "redis://127.0.0.1:6379/0"}
+    assert caller_env(dict(redis), "/x") == redis
+
+
+class fake_daemon:  # a context manager, named like one made with contextlib
+    """A socket at the daemon's path that answers each request with ``reply(request)``."""
+
+    def __init__(self, env: dict[str, str], reply: Callable[[bytes], bytes]) -> None:
+        self.path = Path(socket_path(env))
+        self.reply = reply
+        self.seen: list[bytes] = []
+        self._stop = False
+
+    def __enter__(self) -> list[bytes]:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(self.path))
+        self.listener.listen(16)
+        self.listener.settimeout(0.2)
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        return self.seen
+
+    def _serve(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            with conn, contextlib.suppress(OSError):  # a probe that hung up
+                chunks = []
+                while chunk := conn.recv(65536):
+                    chunks.append(chunk)
+                request = b"".join(chunks)
+                if request:  # a daemon starting only checks that something listens
+                    self.seen.append(request)
+                conn.sendall(self.reply(request))
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop = True
+        self.thread.join(5)
+        self.listener.close()
+        self.path.unlink(missing_ok=True)
