@@ -43,9 +43,13 @@ def socket_dir(env: Mapping[str, str]) -> str:
 
 
 def socket_path(env: Mapping[str, str]) -> str:
-    """The socket of this installation's daemon (one per interpreter and package directory)."""
+    """The socket of this installation's daemon: one per environment and package directory.
+
+    ``sys.prefix`` (the venv), not ``sys.executable``: ``python`` and ``python3`` of one venv
+    (the console script uses either) share the daemon.
+    """
     here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(socket_dir(env), f"hookd-{_tag(sys.executable + chr(0) + here)}.sock")
+    return os.path.join(socket_dir(env), f"hookd-{_tag(sys.prefix + chr(0) + here)}.sock")
 
 
 def _tag(text: str) -> str:

@@ -344,3 +344,18 @@ class fake_daemon:  # a context manager, named like one made with contextlib
         self.thread.join(5)
         self.listener.close()
         self.path.unlink(missing_ok=True)
+
+
+def test_doctor_says_whether_the_daemon_runs(denv: dict[str, str]) -> None:
+    """``antiloop doctor`` reports the daemon: off, not running (started later), running."""
+    from antiloop.hooks.doctor import daemon_check
+
+    off = daemon_check({**denv, "ANTILOOP_HOOKD": "0"})
+    assert (off.ok, off.detail.startswith("off")) == (True, True)
+    idle = daemon_check(denv)
+    assert (idle.ok, idle.detail.startswith("not running")) == (True, True)
+    start_daemon(denv)
+    running = daemon_check(denv)
+    assert (running.ok, running.detail) == (True, f"running, on {socket_path(denv)}")
+    Path(denv["ANTILOOP_HOOKD_DIR"]).chmod(0o755)
+    assert daemon_check(denv).ok is None

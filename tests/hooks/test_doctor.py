@@ -28,6 +28,7 @@ def test_a_good_installation_passes_every_check(tmp_path: Path, env: dict[str, s
         "dry run": True,
         "store": True,
         "config": True,
+        "daemon": True,
     }
     assert "fingerprint" in next(c.detail for c in checks if c.name == "dry run")
 

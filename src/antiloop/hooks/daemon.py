@@ -174,7 +174,7 @@ class Daemon:
     def bind(self) -> bool:
         """Listen on ``path``; False if a live daemon already answers there."""
         make_private_dir(os.path.dirname(self.path))
-        if _answers(self.path):
+        if answers(self.path):
             return False
         temporary = f"{self.path}.{os.getpid()}.tmp"
         with contextlib.suppress(FileNotFoundError):
@@ -277,7 +277,7 @@ def _read_all(conn: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
-def _answers(path: str) -> bool:
+def answers(path: str) -> bool:
     """Whether something listens on ``path``."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(1.0)

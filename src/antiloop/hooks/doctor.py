@@ -4,7 +4,8 @@ For each installation found (or named): the settings file parses; our entries ar
 every event, and hooks are not switched off; the command resolves to an executable; a dry run
 of the command, exactly as the agent runs it (through the shell, JSON on stdin), answers a
 PreToolUse and then stops a repeated PostToolUse with a fingerprint, against a throw-away
-store; the real store (``ANTILOOP_STORE``) is writable; the hook config parses.
+store; the real store (``ANTILOOP_STORE``) is writable; the hook config parses; the hook
+daemon is off, running, or will be started by the next event.
 """
 
 from __future__ import annotations
@@ -133,7 +134,25 @@ def diagnose(
         checks.append(_dry_run(agent, command, env, cwd or str(Path.cwd())))
     checks.append(_store(env))
     checks.append(_config(env, cwd))
+    checks.append(daemon_check(env))
     return checks
+
+
+def daemon_check(env: Mapping[str, str]) -> Check:
+    """The hook daemon of this installation: off, running, or started by the next event."""
+    from antiloop._hook_client import enabled, private, socket_dir, socket_path
+    from antiloop.hooks.daemon import answers
+
+    if not enabled(env):
+        return Check("daemon", True, "off (ANTILOOP_HOOKD=0): each event is judged in its process")
+    directory, path = socket_dir(env), socket_path(env)
+    if Path(directory).exists() and not private(directory):
+        return Check(
+            "daemon", None, f"{directory} is open to other users: the daemon is not used there"
+        )
+    if answers(path):
+        return Check("daemon", True, f"running, on {path}")
+    return Check("daemon", True, f"not running; the next hook event starts it ({path})")
 
 
 def _switches(agent: str, data: Mapping[str, Any]) -> list[Check]:
