@@ -77,6 +77,7 @@ _WHERE = {
     "parse_line": "antiloop.events",
     "step_from_dict": "antiloop.events",
 }
+del TYPE_CHECKING  # not a name of the package
 __getattr__, __dir__ = _lazy_exports(__name__, globals(), _WHERE)
 
 __version__ = "0.1.0"
