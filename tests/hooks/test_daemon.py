@@ -212,6 +212,7 @@ def test_a_socket_directory_open_to_others_is_not_trusted(
     assert who == "in-process"
     assert seen == []
     assert '"bad"' not in out
+    assert run.stat().st_mode & 0o777 == 0o777  # refused, not repaired behind the user's back
 
 
 def test_the_daemon_leaves_when_idle_or_when_its_socket_goes(tmp_path: Path) -> None:
@@ -359,3 +360,51 @@ def test_doctor_says_whether_the_daemon_runs(denv: dict[str, str]) -> None:
     assert (running.ok, running.detail) == (True, f"running, on {socket_path(denv)}")
     Path(denv["ANTILOOP_HOOKD_DIR"]).chmod(0o755)
     assert daemon_check(denv).ok is None
+
+
+def _ask(path: str, request: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(path)
+        sock.sendall(request)
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_an_event_past_its_deadline_retires_the_daemon(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The stuck event is answered as a hook process would; the daemon then takes no more."""
+    import antiloop.hooks.handler as handler_module
+
+    release = threading.Event()
+    monkeypatch.setattr(
+        handler_module.HookHandler, "handle", lambda self, event: release.wait() and None
+    )
+    daemon = Daemon(str(tmp_path / "run" / "d.sock"), idle=3600)
+    assert daemon.bind()
+    worker = threading.Thread(target=daemon.serve_forever)
+    worker.start()
+    try:
+        payload = json.dumps(ClaudeSession("late").pre("Bash", {"command": "ls"})).encode()
+        env_items = [
+            f"{k}={v}".encode() for k, v in {**env, "ANTILOOP_HOOK_DEADLINE": "0.2"}.items()
+        ]
+        reply = decode_reply(
+            _ask(daemon.path, encode_request("claude-code", "", "/", env_items, payload))
+        )
+        assert reply is not None
+        code, out, _ = reply
+        assert code == 0
+        assert "deadline" in json.loads(out)["systemMessage"]
+        worker.join(10)
+        assert not worker.is_alive()
+        assert daemon.abandoned
+        assert not Path(daemon.path).exists()
+    finally:
+        release.set()
+        daemon.retire()
+        worker.join(10)

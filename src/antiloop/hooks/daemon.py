@@ -12,8 +12,9 @@ caller's environment and directory, so its answers are the same; it is only fast
 * It exits after 15 minutes without events (``ANTILOOP_HOOKD_IDLE`` seconds), when its socket
   is removed or taken over, and when a source file of the antiloop it runs changes (an
   upgrade): the event that notices is answered ``stale`` and judged by its own process.
-* An event that runs past its deadline is answered as in a hook process (fail-safe), and the
-  daemon then exits, since the unfinished work may hold a lock, as a hook process would.
+* An event that runs past its deadline is answered as in a hook process (fail-safe); the
+  daemon then stops taking events, answers those it has, and exits, since the unfinished work
+  may hold a lock, as a hook process would.
 
     python -m antiloop.hooks.daemon --socket PATH [--idle SECONDS]
 """
@@ -86,13 +87,17 @@ def _claim(marker: str) -> bool:
 
 
 def make_private_dir(directory: str) -> None:
-    """Create ``directory`` for this user only; an existing one must be the user's and closed."""
+    """Create ``directory`` for this user only; an existing one must be the user's and closed.
+
+    An existing directory that others may enter is refused, not repaired: a socket someone
+    else put there before would be trusted afterwards.
+    """
     os.makedirs(directory, mode=0o700, exist_ok=True)
     info = os.stat(directory)
     if info.st_uid != os.getuid():
         raise PermissionError(f"{directory} belongs to another user")
     if info.st_mode & 0o077:
-        os.chmod(directory, 0o700)
+        raise PermissionError(f"{directory} is open to other users (chmod 700 it)")
 
 
 def decode_request(raw: bytes) -> tuple[str, str | None, str, dict[str, str], bytes]:
@@ -170,6 +175,7 @@ class Daemon:
         self._lock = threading.Lock()
         self._listener: socket.socket | None = None
         self._inode = -1
+        self.abandoned = False  # an event ran past its deadline: its work is left running
 
     def bind(self) -> bool:
         """Listen on ``path``; False if a live daemon already answers there."""
@@ -261,9 +267,11 @@ class Daemon:
         answer = run_hook(agent, event, env=caller_env(env, cwd), config_path=config)
         out, err = answer.stdout.encode(), answer.stderr.encode()
         conn.sendall(b"ok %d %d %d\n" % (answer.code, len(out), len(err)) + out + err)
-        if not answer.finished:  # the worker may hold a lock: go, as a hook process would
+        if not answer.finished:
+            # The unfinished work may hold a lock: leave, as a hook process would, once the
+            # events already taken are answered (``main`` then exits without waiting for it).
+            self.abandoned = True
             self.retire()
-            os._exit(0)
 
 
 def _read_all(conn: socket.socket) -> bytes:
@@ -318,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     if bound:
         _warm_up()
         daemon.serve_forever()
+        if daemon.abandoned:
+            os._exit(0)  # do not wait for the overrun work, nor let it keep a lock
     return 0
 
 
