@@ -193,6 +193,45 @@ def test_other_errors_are_not_retried(tmp_path: Path) -> None:
         pass
 
 
+def test_a_transaction_left_open_does_not_fail_every_later_step(tmp_path: Path) -> None:
+    """A connection left inside a transaction is rolled back before the next one begins."""
+    store = SQLiteStore(tmp_path / "antiloop.db")
+    store.sessions()
+    assert store._db is not None
+    store._db.execute("BEGIN IMMEDIATE")  # as after a COMMIT that failed
+    store._db.execute("DELETE FROM sessions")
+    with store.transaction("s") as state:
+        state.steps += 1
+    assert SQLiteStore(tmp_path / "antiloop.db").peek("s").steps == 1  # type: ignore[union-attr]
+
+
+class _StuckConnection:
+    """A connection that stays in its transaction whatever it is told."""
+
+    in_transaction = True
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        raise sqlite3.OperationalError("cannot rollback - SQL statements in progress")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_connection_that_cannot_roll_back_is_replaced(tmp_path: Path) -> None:
+    """A connection stuck in a transaction is closed and a new one opened: the step is saved."""
+    store = SQLiteStore(tmp_path / "antiloop.db")
+    store.sessions()
+    stuck = _StuckConnection()
+    store._db = stuck  # type: ignore[assignment]
+    with store.transaction("s") as state:
+        state.steps += 1
+    assert stuck.closed
+    assert SQLiteStore(tmp_path / "antiloop.db").peek("s").steps == 1  # type: ignore[union-attr]
+
+
 # -- many processes --------------------------------------------------------------------------
 
 

@@ -93,12 +93,11 @@ class _Transaction:
         store = self._store
         store._lock.acquire()
         try:
-            db = store._connect()
-            cur = store._cursor
             try:
-                store._begin(cur)
+                db = store._begin()
             except sqlite3.Error as exc:
                 raise store._failed("could not lock the database", exc) from exc
+            cur = store._cursor
             try:
                 # Only other connections' commits change the data version: unchanged since
                 # this store's last transaction, the state it saved then is the one stored.
@@ -371,25 +370,43 @@ class SQLiteStore(SQLAuditReading):
         """Lock the database (``BEGIN IMMEDIATE``), yield the state, save it on a clean exit."""
         return _Transaction(self, session)
 
-    def _begin(self, cur: Any) -> None:
-        """``BEGIN IMMEDIATE``, retried on a transient lock error until the busy timeout.
+    def _begin(self) -> sqlite3.Connection:
+        """Connect and ``BEGIN IMMEDIATE``, retried on transient lock errors until ``timeout``.
 
-        SQLite's busy handler covers the usual wait for another writer, but some lock
-        errors skip it (a stale WAL snapshot, a WAL index being rebuilt, too many retries
-        under heavy contention); those are retried here for the rest of ``timeout``.
+        SQLite's busy handler covers the usual wait for another writer, but some lock errors
+        skip it (a stale WAL snapshot, a WAL index being rebuilt, too many retries under heavy
+        contention); those are retried here for the rest of ``timeout``. A transaction left
+        open on the connection (a COMMIT that failed, then a ROLLBACK that failed too) is
+        rolled back first, and a connection that cannot be rolled back is replaced, so one
+        failure never makes every later step fail.
         """
         deadline = time.monotonic() + self.timeout
         while True:
+            db = self._connect()
+            if db.in_transaction:
+                _rollback(db)
+                if db.in_transaction:
+                    self._reconnect()
+                    continue
             try:
-                cur.execute("BEGIN IMMEDIATE")
-                return
+                self._cursor.execute("BEGIN IMMEDIATE")
+                return db
             except sqlite3.OperationalError as exc:
                 name = getattr(exc, "sqlite_errorname", "")
                 if not name.startswith(_TRANSIENT) or time.monotonic() >= deadline:
                     raise
-                assert self._db is not None  # noqa: S101 - cur belongs to it
-                _rollback(self._db)
                 time.sleep(0.002)
+
+    def _reconnect(self) -> None:
+        """Drop a connection stuck in a transaction; the next ``_connect`` opens a new one."""
+        db = self._db
+        self._db = None
+        self._version = None
+        self._head = None
+        self._states = StateCache()
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
 
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._lock:
@@ -401,14 +418,17 @@ class SQLiteStore(SQLAuditReading):
     def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         """Run ``fn`` in its own write transaction (or in the open one)."""
         with self._lock:
-            db = self._connect()
             if self._in_tx:
+                db = self._connect()
                 try:
                     return fn(db)
                 except sqlite3.Error as exc:
                     raise self._failed("could not write", exc) from exc
             try:
-                self._begin(db)
+                db = self._begin()
+            except sqlite3.Error as exc:
+                raise self._failed("could not write", exc) from exc
+            try:
                 result = fn(db)
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
