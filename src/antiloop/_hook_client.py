@@ -112,10 +112,29 @@ def answer_by_daemon(agent: str, config: str | None) -> Asked:
     env = os.environ
     if not enabled(env):
         return Asked()
+    data = read_stdin()
+    try:
+        return _hand_over(agent, config, env, data)
+    except Exception:  # anything unexpected before the event was handed over: answer here
+        return Asked(data=data)
+
+
+def read_stdin() -> bytes:
+    """The event on stdin; empty when there is none or it cannot be read (an answer says so)."""
+    stdin = sys.stdin
+    try:
+        return b"" if stdin is None or stdin.isatty() else stdin.buffer.read()
+    except (OSError, ValueError):
+        return b""
+
+
+def _hand_over(agent: str, config: str | None, env: Mapping[str, str], data: bytes) -> Asked:
     directory = socket_dir(env)
     path = socket_path(env)
-    if len(os.fsencode(path)) > _SOCKET_MAX or not private(directory):
-        return Asked(start=len(os.fsencode(path)) <= _SOCKET_MAX)
+    if len(os.fsencode(path)) > _SOCKET_MAX:
+        return Asked(data=data)
+    if not private(directory):
+        return Asked(data=data, start=True)
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -124,39 +143,44 @@ def answer_by_daemon(agent: str, config: str | None) -> Asked:
         try:
             sock.connect(path)
         except OSError:
-            return Asked(start=True)
-        stdin = sys.stdin
-        data = b"" if stdin is None or stdin.isatty() else stdin.buffer.read()
-        request = encode_request(
-            agent,
-            "" if config is None else os.path.abspath(config),
-            os.getcwd(),
-            [key + b"=" + value for key, value in os.environb.items()],
-            data,
-        )
+            return Asked(data=data, start=True)
+        cwd = _cwd(env)
+        if config is not None:
+            config = os.path.join(cwd, os.path.expanduser(config))
+        environment = [key + b"=" + value for key, value in os.environb.items()]
+        request = encode_request(agent, config or "", cwd, environment, data)
         try:
             sock.sendall(request)
             sock.shutdown(_socket.SHUT_WR)
         except OSError:
             return Asked(data=data)  # not handed over: answer here
-        chunks = []
+        # Handed over: from here on the event is never judged again in this process.
         try:
+            chunks = []
             while chunk := sock.recv(65536):
                 chunks.append(chunk)
-        except OSError as exc:
+            raw = b"".join(chunks)
+        except Exception as exc:
             return Asked(code=_lost(f"no answer from the hook daemon ({exc})", env))
     finally:
         sock.close()
-    reply = decode_reply(b"".join(chunks))
+    reply = decode_reply(raw)
     if reply is None:
-        head = b"".join(chunks)[:5]
-        if head == b"stale":  # an older daemon, on its way out: it did not judge the event
+        if raw[:5] == b"stale":  # an older daemon, on its way out: it did not judge the event
             return Asked(data=data, start=True)
         return Asked(code=_lost("the hook daemon's answer could not be read", env))
     code, out, err = reply
     _write(sys.stdout, out)
     _write(sys.stderr, err)
     return Asked(code=code)
+
+
+def _cwd(env: Mapping[str, str]) -> str:
+    """This process's directory (``$PWD``, or ``/``, if it was removed)."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return env.get("PWD") or "/"
 
 
 def _wait(env: Mapping[str, str]) -> float:

@@ -408,3 +408,40 @@ def test_an_event_past_its_deadline_retires_the_daemon(
         release.set()
         daemon.retire()
         worker.join(10)
+
+
+def in_removed_dir(gone: Path) -> list[str]:
+    """A shell that enters ``gone``, removes it, then runs the rest of its arguments."""
+    return ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$0" "$@"']
+
+
+@pytest.mark.parametrize("daemon", [True, False])
+def test_a_hook_whose_directory_was_removed_still_answers(
+    denv: dict[str, str], tmp_path: Path, daemon: bool
+) -> None:
+    """The agent's directory is gone (deleted under it): the hook answers, exit 0."""
+    env = denv if daemon else {**denv, "ANTILOOP_HOOKD": "0"}
+    if daemon:
+        start_daemon(denv)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    s = ClaudeSession("gone", cwd=str(tmp_path))
+    payloads = [s.read(str(tmp_path / "a.py"), "same\n") for _ in range(2)]
+    outs = []
+    for payload in payloads:
+        gone.mkdir(exist_ok=True)
+        proc = subprocess.run(
+            [*in_removed_dir(gone), sys.executable, "-c", PROBE, "hook", "claude-code"],
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr.decode()
+        assert proc.stderr.decode().strip().splitlines()[-1] == (
+            "daemon" if daemon else "in-process"
+        )
+        outs.append(proc.stdout.decode())
+    assert outs[0] == ""
+    assert json.loads(outs[1])["decision"] == "block"

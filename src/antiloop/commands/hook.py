@@ -48,8 +48,9 @@ def answer(
     from antiloop.hooks.runner import run_hook
 
     if data is None:
-        stdin = sys.stdin
-        data = b"" if stdin is None or stdin.isatty() else stdin.buffer.read()
+        from antiloop._hook_client import read_stdin
+
+        data = read_stdin()
     if start_daemon:
         from antiloop.hooks.daemon import start_in_background
 
