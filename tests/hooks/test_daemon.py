@@ -445,3 +445,32 @@ def test_a_hook_whose_directory_was_removed_still_answers(
         outs.append(proc.stdout.decode())
     assert outs[0] == ""
     assert json.loads(outs[1])["decision"] == "block"
+
+
+def test_the_daemon_keeps_no_descriptor_of_the_agent(denv: dict[str, str], tmp_path: Path) -> None:
+    """A pipe the agent passed to the first hook is not held open by the daemon it starts."""
+    import select
+
+    read_end, write_end = os.pipe()
+    try:
+        s = ClaudeSession("fds", cwd=str(tmp_path))
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE, "hook", "claude-code"],
+            input=json.dumps(s.read(str(tmp_path / "a.py"), "x\n")).encode(),
+            capture_output=True,
+            env=denv,
+            timeout=120,
+            check=False,
+            pass_fds=(write_end,),
+        )
+        assert proc.returncode == 0, proc.stderr.decode()
+        wait_for(lambda: Path(socket_path(denv)).exists())  # the daemon is up
+        os.close(write_end)
+        write_end = -1
+        ready, _, _ = select.select([read_end], [], [], 10)
+        assert ready, "the pipe is still open in another process"
+        assert os.read(read_end, 1) == b""  # EOF: nobody else holds it
+    finally:
+        os.close(read_end)
+        if write_end != -1:
+            os.close(write_end)

@@ -63,12 +63,35 @@ def start_in_background(env: Mapping[str, str] | None = None) -> bool:
                 (os.POSIX_SPAWN_OPEN, 0, devnull, os.O_RDONLY, 0),
                 (os.POSIX_SPAWN_OPEN, 1, devnull, os.O_WRONLY, 0),
                 (os.POSIX_SPAWN_OPEN, 2, devnull, os.O_WRONLY, 0),
+                # No pipe of the agent's stays open in the daemon (it waits for their EOF).
+                *((os.POSIX_SPAWN_CLOSE, fd) for fd in _inherited_fds()),
             ],
             setsid=True,
         )
         return True
     except Exception:  # the hook has answered; a daemon is only a speed-up
         return False
+
+
+def _inherited_fds() -> list[int]:
+    """The descriptors above 2 that a spawned process would inherit."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        try:
+            names = os.listdir("/dev/fd")
+        except OSError:
+            return []
+    found = []
+    for name in names:
+        fd = int(name)
+        if fd > 2:
+            try:
+                if os.get_inheritable(fd):
+                    found.append(fd)
+            except OSError:
+                continue  # the directory listing's own descriptor, closed by now
+    return found
 
 
 def _claim(marker: str) -> bool:
