@@ -493,9 +493,9 @@ def _edge_length(pattern: str, step: int) -> int:
 
 
 def _with_edges(pattern: str, words: list[str]) -> str:
-    """Keep a pattern's leading and trailing non-word runs as words: they narrow the search.
+    r"""Keep a pattern's leading and trailing non-word runs as words: they narrow the search.
 
-    ``_serialize`` is not ``serialize``, ``^init`` is not ``init``, ``\\bfoo\\b`` is not
+    ``_serialize`` is not ``serialize``, ``^init`` is not ``init``, ``\bfoo\b`` is not
     ``foo`` (section 3.2); a pattern without a letter or digit is one word, itself.
     """
     lead = _edge_length(pattern, 1)

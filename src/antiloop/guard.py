@@ -496,8 +496,11 @@ class Guard:
         return record
 
     def _allowed(self, tool: str, proc: Procedure) -> bool:
-        """Whether a step may repeat (section 5): an allowed tool or operation, or a shell
-        command of which one part is an allowed program and every other part only reads."""
+        """Whether a step may repeat (section 5).
+
+        An allowed tool or operation, or a shell command of which one part is an allowed
+        program and every other part only reads.
+        """
         allow = self._allow
         if not allow:
             return False

@@ -7,9 +7,9 @@ nothing executable; five times faster than JSON here, and read by every Python 3
     (steps, goal, goal_vector, ((agent, stream), ...), ended, ((step_id, verdict), ...))
 
 A stream is ``(window_len, (step, ...), messages_len, (message, ...), run, fail_tool,
-fails, fail_steps, blanks, ((digest, fingerprint), ...), fail_errors)``; the last item of
-each (step ids, error digests) is new in v1.1 and optional when read; a step ``(index, tool, operation,
-procedure, context, readings, same_as)``; in version 2 each stream and each step is itself
+fails, fail_steps, blanks, ((digest, fingerprint), ...), fail_errors)``; the last item
+of each (step ids, error digests) is new in v1.1 and optional when read; a step ``(index,
+tool, operation, procedure, context, readings, same_as)``; in version 2 each stream and each step is itself
 marshalled to bytes (version 1, still read, nests the tuples); readings are their ten fields
 in order; a vector is ``(typecode, its little-endian bytes)``; a verdict ``(action, detector,
 outcome, fingerprint, reason, hint, evidence, escalate_to)``. The guard keeps the windows to
@@ -233,7 +233,7 @@ def _stream_in(data: tuple[Any, ...] | bytes) -> StreamState:
     )
     window = [_step_in(r) for r in d[1]]
     messages = [MessageRecord(m[0], m[1], m[2], m[3], _vec_in(m[4])) for m in d[3]]
-    errors = tuple(d[10]) if len(d) > 10 else ()  # noqa: PLR2004 - written since v1.1
+    errors = tuple(d[10]) if len(d) > 10 else ()  # written since v1.1
     return StreamState(
         window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]), errors
     )
