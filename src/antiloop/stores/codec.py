@@ -10,8 +10,8 @@ A stream is ``(window_len, (step, ...), messages_len, (message, ...), run, fail_
 fails, fail_steps, blanks, ((digest, fingerprint), ...), fail_errors)``; the last item
 of each (step ids, error digests) is new in v1.1 and optional when read; a step ``(index,
 tool, operation, procedure, context, readings, same_as)``; in version 2 each stream and each
-step is itself marshalled to bytes (version 1, still read, nests the tuples); readings are their ten fields
-in order; a vector is ``(typecode, its little-endian bytes)``; a verdict ``(action, detector,
+step is itself marshalled to bytes (version 1, still read, nests the tuples); readings are
+their ten fields in order; a vector is ``(typecode, its little-endian bytes)``; a verdict ``(action, detector,
 outcome, fingerprint, reason, hint, evidence, escalate_to)``. The guard keeps the windows to
 their bounds.
 
