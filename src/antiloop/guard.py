@@ -382,9 +382,7 @@ class Guard:
             verdict=verdict,
         )
 
-    def _record(
-        self, state: SessionState, step: Step, step_id: str | None
-    ) -> tuple[Verdict, bool]:
+    def _record(self, state: SessionState, step: Step, step_id: str | None) -> tuple[Verdict, bool]:
         """The verdict on a step, and whether it is new (False: a step id seen before)."""
         if step_id is None:
             return self._judge(state, step), True

@@ -11,9 +11,9 @@ fails, fail_steps, blanks, ((digest, fingerprint), ...), fail_errors)``; the las
 of each (step ids, error digests) is new in v1.1 and optional when read; a step ``(index,
 tool, operation, procedure, context, readings, same_as)``; in version 2 each stream and each
 step is itself marshalled to bytes (version 1, still read, nests the tuples); readings are
-their ten fields in order; a vector is ``(typecode, its little-endian bytes)``; a verdict ``(action, detector,
-outcome, fingerprint, reason, hint, evidence, escalate_to)``. The guard keeps the windows to
-their bounds.
+their ten fields in order; a vector is ``(typecode, its little-endian bytes)``; a verdict
+``(action, detector, outcome, fingerprint, reason, hint, evidence, escalate_to)``. The guard
+keeps the windows to their bounds.
 
 A step changes one stream of its session, and a window is mostly the previous step's window:
 a step record never changes once in a window, so its bytes are made once and memoised by
@@ -234,9 +234,7 @@ def _stream_in(data: tuple[Any, ...] | bytes) -> StreamState:
     window = [_step_in(r) for r in d[1]]
     messages = [MessageRecord(m[0], m[1], m[2], m[3], _vec_in(m[4])) for m in d[3]]
     errors = tuple(d[10]) if len(d) > 10 else ()  # written since v1.1
-    return StreamState(
-        window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]), errors
-    )
+    return StreamState(window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]), errors)
 
 
 def encode_state(state: SessionState) -> bytes:
