@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
 from antiloop import fingerprint, semantic
 from antiloop.audit import AuditEvent
-from antiloop.canonical import Procedure, procedure_of
+from antiloop.canonical import Procedure, canonical_path, procedure_of
 from antiloop.config import GuardConfig
 from antiloop.detectors import (
     AnyOf,
@@ -42,7 +42,7 @@ from antiloop.errors import (
     LoopDetected,
     StoreError,
 )
-from antiloop.events import Step, step_from_dict
+from antiloop.events import FileState, Step, step_from_dict
 from antiloop.history import (
     History,
     MessageRecord,
@@ -66,6 +66,11 @@ if TYPE_CHECKING:
 
 _READS_ONLY = frozenset({"read", "list", "grep"})
 _SEEN_KEPT = 32  # step ids remembered per session: a retry is recognised among the last 32
+
+
+def _relative_states(step: Step) -> Mapping[str, FileState]:
+    """The step's file states keyed by canonical path: one digest on every machine (6)."""
+    return {canonical_path(p, step.cwd) or p: s for p, s in step.file_states.items()}
 
 
 def _error_digest(record: StepRecord | None, step: Step) -> str:
@@ -470,7 +475,7 @@ class Guard:
             step.output,
             step.error,
             step.exit_code,
-            step.file_states,
+            _relative_states(step) if step.file_states else step.file_states,
         )
         digest = key_digest(proc.key)
         window = stream.window
