@@ -229,6 +229,7 @@ def test_failure_streaks_of_other_errors_differ_and_of_one_error_agree() -> None
 
 def test_a_no_op_edit_without_hashes_is_named_by_its_paths() -> None:
     """Only mtimes known: the digest covers the paths, so two hours give one fingerprint."""
+
     def edit(session: str, mtime: float) -> dict[str, Any]:
         step = _no_op_edit(session, "/w", mtime)
         step["file_states"] = {"/w/game/config.py": {"mtime": mtime}}
@@ -285,7 +286,8 @@ def test_the_ids_kept_are_bounded() -> None:
         guard.record({"tool": "Read", "args": {"path": f"f{i}"}, "output": str(i), "id": i})
     seen = guard.store.peek("default").seen
     assert len(seen) == 32
-    assert "99" in seen and "0" not in seen
+    assert "99" in seen
+    assert "0" not in seen
 
 
 def test_ids_usage_and_cost_are_read_and_kept() -> None:

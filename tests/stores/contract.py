@@ -173,7 +173,7 @@ def test_two_guards_on_one_store_stop_a_repeat(backend: Any) -> None:
 def test_a_step_delivered_twice_is_judged_once(backend: Any) -> None:
     """The same step id through two guards: the first verdict again, nothing recorded twice."""
     one, two = Guard(store=backend.open(), audit=True), Guard(store=backend.open(), audit=True)
-    grep = {"tool": "Grep", "args": {"pattern": "doubleJump"}, "output": "a.ts:3: x", "session": "s"}
+    grep = {"tool": "Grep", "args": {"pattern": "x"}, "output": "a.ts:3: x", "session": "s"}
     first = one.record({**grep, "id": "call_1"})
     again = two.record({**grep, "id": "call_1"})
     assert first.action is again.action is Action.CONTINUE
