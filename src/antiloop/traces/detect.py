@@ -205,9 +205,9 @@ def _expand(folder: Path) -> Iterator[Path]:
             roots.add(root)
     given: set[Path] = set()
     for file in files:
-        root = next((p for p in file.parents if p in roots), None)
-        if root is None:
+        owner = next((p for p in file.parents if p in roots), None)
+        if owner is None:
             yield file
-        elif root not in given:
-            given.add(root)
-            yield root
+        elif owner not in given:
+            given.add(owner)
+            yield owner

@@ -16,6 +16,9 @@ writes, per scripted run NAME (``loop``, ``clean``):
 * ``OUT_DIR/NAME.events.json`` the event list, ``event.model_dump(mode="json")`` per event, as
   ``conversation.state.events`` holds it;
 * ``OUT_DIR/NAME.events.jsonl`` the same events, one per line;
+* ``OUT_DIR/NAME.steps.jsonl`` the run as PROTOCOL.md section 2 step events (generic JSONL),
+  written live by a conversation callback as each tool result arrives, the way a host wires a
+  step stream to antiloop;
 * ``OUT_DIR/eval_output.jsonl`` both runs as eval records, one per line, with the fields of the
   OpenHands benchmarks' ``EvalOutput`` (``instance_id``, ``instruction``, ``history``,
   ``metrics``, ``error``, ``test_result``).
@@ -44,9 +47,7 @@ WORKSPACE_NAME = "/workspace"
 
 CALC = "def add(a, b):\n    return a - b\n"
 TEST_CALC = (
-    "from calc import add\n\n"
-    "assert add(2, 3) == 5, f'add(2, 3) gave {add(2, 3)}'\n"
-    "print('ok')\n"
+    "from calc import add\n\nassert add(2, 3) == 5, f'add(2, 3) gave {add(2, 3)}'\nprint('ok')\n"
 )
 
 
@@ -62,7 +63,10 @@ LOOP_TASK = "The test in test_calc.py fails. Fix add() in calc.py so that it pas
 LOOP_SCRIPT: list[tuple[str, list[dict[str, Any]]]] = [
     (
         "Let me look at the workspace and the code first.",
-        [call("terminal", command="ls"), call("file_editor", command="view", path="{workspace}/calc.py")],
+        [
+            call("terminal", command="ls"),
+            call("file_editor", command="view", path="{workspace}/calc.py"),
+        ],
     ),
     ("I will run the test.", [call("terminal", command="python test_calc.py")]),
     ("Let me run it again to see the failure.", [call("terminal", command="python test_calc.py")]),
@@ -104,7 +108,10 @@ CLEAN_SCRIPT: list[tuple[str, list[dict[str, Any]]]] = [
         "And check it.",
         [call("terminal", command="python -c \"from greet import greet; print(greet('Ada'))\"")],
     ),
-    ("Let me view the file once.", [call("file_editor", command="view", path="{workspace}/greet.py")]),
+    (
+        "Let me view the file once.",
+        [call("file_editor", command="view", path="{workspace}/greet.py")],
+    ),
     ("Finished.", [call("finish", message="greet.py is written and prints Hello, Ada!")]),
 ]
 
@@ -120,7 +127,7 @@ class ScriptedModel:
         model = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 request = json.loads(self.rfile.read(length) or b"{}")
                 body = json.dumps(model.answer(request)).encode()
@@ -130,7 +137,7 @@ class ScriptedModel:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 return
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -189,16 +196,56 @@ class ScriptedModel:
         }
 
 
+class StepTap:
+    """A conversation callback writing each answered tool call as a step event line."""
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self.calls: dict[str, Any] = {}
+        self.lines: list[dict[str, Any]] = []
+
+    def __call__(self, event: Any) -> None:
+        from openhands.sdk.event import ActionEvent, AgentErrorEvent, ObservationEvent
+
+        if isinstance(event, ActionEvent) and event.action is not None:
+            self.calls[event.tool_call_id] = event
+            return
+        if not isinstance(event, ObservationEvent | AgentErrorEvent):
+            return
+        action = self.calls.pop(event.tool_call_id, None)
+        if action is None:
+            return
+        line: dict[str, Any] = {
+            "session": self.session,
+            "agent": "openhands",
+            "id": event.tool_call_id,
+            "tool": action.tool_name,
+            "args": json.loads(action.tool_call.arguments),
+        }
+        thought = "".join(t.text for t in action.thought)
+        if thought:
+            line["message"] = thought
+        if isinstance(event, AgentErrorEvent):
+            line["error"] = event.error
+        else:
+            observation = event.observation
+            key = "error" if observation.is_error else "output"
+            line[key] = observation.text
+            exit_code = getattr(observation, "exit_code", None)
+            if exit_code is not None:
+                line["exit_code"] = exit_code
+        self.lines.append(line)
+
+
 def record_run(
     name: str, task: str, script: list[tuple[str, list[dict[str, Any]]]], out: Path
 ) -> dict[str, Any]:
     """Run the SDK agent on one script; write its files under ``out``; return its eval record."""
-    from pydantic import SecretStr
-
     from openhands.sdk import LLM, Agent, Conversation
     from openhands.sdk.tool import Tool
     from openhands.tools.file_editor import FileEditorTool
     from openhands.tools.terminal import TerminalTool
+    from pydantic import SecretStr
 
     scratch = Path(tempfile.mkdtemp(prefix=f"oh-sdk-{name}-"))
     workspace = scratch / "workspace"
@@ -220,8 +267,10 @@ def record_run(
             agent = Agent(
                 llm=llm, tools=[Tool(name=TerminalTool.name), Tool(name=FileEditorTool.name)]
             )
+            tap = StepTap(f"scripted-{name}")
             conversation = Conversation(
                 agent=agent,
+                callbacks=[tap],
                 workspace=str(workspace),
                 persistence_dir=str(persist),
                 max_iteration_per_run=len(script) + 5,
@@ -230,9 +279,7 @@ def record_run(
             conversation.send_message(task)
             conversation.run()
             events = [e.model_dump(mode="json") for e in conversation.state.events]
-            metrics = conversation.conversation_stats.get_combined_metrics().model_dump(
-                mode="json"
-            )
+            metrics = conversation.conversation_stats.get_combined_metrics().model_dump(mode="json")
             conversation.close()
         stored = next(p for p in persist.iterdir() if p.is_dir())
         target = out / name
@@ -243,6 +290,11 @@ def record_run(
         for path in sorted(target.rglob("*.json")):
             path.write_text(_relocate(path.read_text(), replace))
         events = json.loads(_relocate(json.dumps(events), replace))
+        steps = json.loads(_relocate(json.dumps(tap.lines), replace))
+        steps[0]["goal"] = task
+        with (out / f"{name}.steps.jsonl").open("w") as lines:
+            for step in steps:
+                lines.write(json.dumps(step) + "\n")
         (out / f"{name}.events.json").write_text(json.dumps(events, indent=1) + "\n")
         with (out / f"{name}.events.jsonl").open("w") as lines:
             for event in events:
