@@ -125,7 +125,7 @@ def kind_of(event: object) -> str | None:
     """The SDK event kind of a decoded JSON value, or None when it is no SDK event.
 
     The ``kind`` field names it; an event written without one is known by the fields only
-    SDK events have (``tool_name`` with ``tool_call_id``, or ``llm_message``).
+    SDK events have (``tool_name`` with ``tool_call_id``, ``llm_message``, ``system_prompt``).
     """
     if not isinstance(event, dict):
         return None
@@ -141,8 +141,11 @@ def kind_of(event: object) -> str | None:
             return "AgentErrorEvent"
         if "rejection_reason" in event:
             return "UserRejectObservation"
-    if "llm_message" in event and "source" in event:
-        return "MessageEvent"
+    if "source" in event:
+        if "llm_message" in event:
+            return "MessageEvent"
+        if "system_prompt" in event:
+            return "SystemPromptEvent"
     return None
 
 
