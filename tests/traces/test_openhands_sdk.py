@@ -291,3 +291,18 @@ def test_a_fresh_recording_with_the_real_sdk_reads_the_same(tmp_path: Path) -> N
         assert [(s.tool, dict(s.args), s.exit_code) for s in fresh.steps] == [
             (s.tool, dict(s.args), s.exit_code) for s in committed.steps
         ]
+
+
+def test_files_inside_a_conversation_folder_are_not_traces(tmp_path: Path) -> None:
+    """A conversation's saved outputs and state are part of it; files beside it stay traces."""
+    conversation = tmp_path / "conversations" / "abc"
+    shutil.copytree(RUNS / "loop", conversation)
+    (conversation / "observations").mkdir()
+    (conversation / "observations" / "terminal_1.txt").write_text("long output\n")
+    bare = tmp_path / "bare" / "events"
+    shutil.copytree(RUNS / "clean" / "events", bare)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    assert list(iter_paths([tmp_path])) == [bare, conversation, notes]
+    assert [len(only_run(p).steps) for p in (bare, conversation)] == [5, 8]
+    assert only_run(bare).file == str(bare)

@@ -198,11 +198,9 @@ def _expand(folder: Path) -> Iterator[Path]:
         return
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     roots: set[Path] = set()
-    for file in files:
-        if is_event_file(file) and is_conversation_dir(file.parent):
-            events = file.parent
-            root = events.parent if is_conversation_dir(events.parent) else events
-            roots.add(root)
+    for events in {f.parent for f in files if is_event_file(f)}:
+        if is_conversation_dir(events):
+            roots.add(events.parent if is_conversation_dir(events.parent) else events)
     given: set[Path] = set()
     for file in files:
         owner = next((p for p in file.parents if p in roots), None)

@@ -508,5 +508,5 @@ def read_conversation_dir(path: Path) -> Iterator[Run]:
         except (ValueError, UnicodeDecodeError) as exc:
             problems.append(f"{BASE_STATE}: not valid JSON ({exc})")
     session = nonempty(state.get("id")) or root.name
-    run = run_from_events(str(root), None, events, session=session, state=state)
+    run = run_from_events(str(path), None, events, session=session, state=state)
     yield _with_problems(run, problems)
