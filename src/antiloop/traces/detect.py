@@ -12,7 +12,7 @@ from antiloop.traces.claude_code import is_entry, read_claude_code
 from antiloop.traces.jsonl import read_jsonl
 from antiloop.traces.mini_swe_agent import read_v1, read_v2
 from antiloop.traces.openhands import is_event_list, read_openhands
-from antiloop.traces.openhands_sdk import (
+from antiloop.traces.openhands_sdk_files import (
     is_conversation_dir,
     is_event_file,
     looks_like,
