@@ -306,3 +306,20 @@ def test_files_inside_a_conversation_folder_are_not_traces(tmp_path: Path) -> No
     assert list(iter_paths([tmp_path])) == [bare, conversation, notes]
     assert [len(only_run(p).steps) for p in (bare, conversation)] == [5, 8]
     assert only_run(bare).file == str(bare)
+
+
+def test_event_kinds_of_a_later_sdk_are_tolerated(tmp_path: Path) -> None:
+    """An event kind this reader does not know is no step; when nothing else is, it is named."""
+    events = raw_events(RUNS / "clean.events.json")
+    future = {"id": "f-1", "timestamp": "2027-01-01T00:00:00", "source": "agent"}
+    future["kind"] = "PlanningEvent"
+    path = tmp_path / "later.json"
+    path.write_text(json.dumps([future, *events]), encoding="utf-8")
+    assert [s.tool for s in only_run(path).steps] == CLEAN_TOOLS
+    path.write_text(json.dumps([future, events[1]]), encoding="utf-8")
+    run = only_run(path)
+    assert run.steps == ()
+    assert run.problems == (
+        "no executed tool call in 2 events (MessageEvent 1, PlanningEvent 1); "
+        "kinds not read as steps: PlanningEvent",
+    )

@@ -105,14 +105,18 @@ SDK_ARGS = frozenset({"security_risk", "summary"})
 def kind_of(event: object) -> str | None:
     """The SDK event kind of a decoded JSON value, or None when it is no SDK event.
 
-    The ``kind`` field names it; an event written without one is known by the fields only
-    SDK events have (``tool_name`` with ``tool_call_id``, ``llm_message``, ``system_prompt``).
+    The ``kind`` field names it (one of ``EVENT_KINDS``, or another kind on an object with the
+    ``id``, ``timestamp`` and ``source`` of every SDK event); an event written without one is
+    known by the fields only SDK events have (``tool_name`` with ``tool_call_id``,
+    ``llm_message``, ``system_prompt``).
     """
     if not isinstance(event, dict):
         return None
     kind = event.get("kind")
     if isinstance(kind, str):
-        return kind if kind in EVENT_KINDS else None
+        # A kind of a later SDK: known by the fields every SDK event has; it is no step.
+        known = kind in EVENT_KINDS or all(k in event for k in ("id", "timestamp", "source"))
+        return kind if known else None
     if "tool_name" in event and "tool_call_id" in event:
         if "tool_call" in event and "llm_response_id" in event:
             return "ActionEvent"
