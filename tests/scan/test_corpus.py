@@ -68,18 +68,27 @@ def test_json_lines_have_exactly_the_issue_shape(scanned: Any) -> None:
     summary = lines[-1]["summary"]
     assert summary["runs"] == 100
     assert summary["files"] == 98
-    assert [s["file"] for s in summary["skipped"]] == [
-        str(CORPUS / "FORMATS.md"),
-        str(CORPUS / "SOURCES.md"),
+    assert [(u["file"], u["record"], u["format"]) for u in summary["unreadable"]] == [
+        (str(CORPUS / "FORMATS.md"), None, None),
+        (str(CORPUS / "SOURCES.md"), None, None),
     ]
+    assert all(u["reason"].startswith("no known trace format fits") for u in summary["unreadable"])
 
 
-def test_markdown_files_are_skipped_with_a_message_and_loops_exit_1(scanned: Any) -> None:
-    """The two .md files get a clear message on stderr; loops found make the exit status 1."""
+def test_markdown_files_are_unreadable_with_a_message_and_loops_exit_1(scanned: Any) -> None:
+    """The two .md files are reported unreadable on stderr; loops found make the exit status 1."""
     code, _, err = scanned
     assert code == 1
-    assert f"antiloop: skipped {CORPUS / 'FORMATS.md'}: no known trace format fits" in err
-    assert f"antiloop: skipped {CORPUS / 'SOURCES.md'}: no known trace format fits" in err
+    assert f"antiloop: unreadable {CORPUS / 'FORMATS.md'}: no known trace format fits" in err
+    assert f"antiloop: unreadable {CORPUS / 'SOURCES.md'}: no known trace format fits" in err
+
+
+def test_strict_fails_on_the_two_markdown_files(capsys: pytest.CaptureFixture[str]) -> None:
+    """With --strict the corpus scan exits 3: its two .md files are no traces."""
+    assert main(["scan", str(CORPUS), "--strict", "--json"]) == 3
+    err = capsys.readouterr().err
+    assert "antiloop: --strict: 2 inputs unreadable (first: " in err
+    assert str(CORPUS / "FORMATS.md") in err
 
 
 def test_summary_counts(scanned: Any) -> None:
