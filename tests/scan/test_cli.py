@@ -92,7 +92,7 @@ def test_file_of_no_format_is_unreadable_and_scan_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A file that is none of the formats is reported unreadable; the others are scanned."""
-    notes = tmp_path / "notes.md"
+    notes = tmp_path / "notes.txt"
     notes.write_text("# notes\n", encoding="utf-8")
     _write(tmp_path / "loop.jsonl", LOOPING)
     assert main(["scan", str(tmp_path)]) == 1

@@ -174,8 +174,13 @@ def read_runs(path: Path, format: str = "auto") -> Iterator[Run]:
     return READERS[chosen](source)
 
 
+_DOCUMENTATION = frozenset({".md", ".markdown", ".rst", ".adoc"})
+
+
 def iter_paths(paths: Sequence[Path]) -> Iterator[Path]:
     """The traces named: files, with directories expanded recursively, each one's files sorted.
+
+    In a directory, documentation files (``.md``, ``.rst``, ``.adoc``) are left out.
 
     A persisted OpenHands SDK conversation (a folder with ``base_state.json`` and
     ``events/event-*.json``) is one trace: its folder is yielded, once, in place of its files.
@@ -196,7 +201,11 @@ def _expand(folder: Path) -> Iterator[Path]:
     if is_conversation_dir(folder):
         yield folder
         return
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    # A folder's documentation (README.md, notes.rst) is no trace: skipped in a walk, while a
+    # documentation file named on its own is read, and reported unreadable.
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() not in _DOCUMENTATION
+    )
     roots: set[Path] = set()
     for events in {f.parent for f in files if is_event_file(f)}:
         if is_conversation_dir(events):
