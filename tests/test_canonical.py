@@ -942,3 +942,11 @@ def test_single_quoted_words_read_as_the_tokenizer_reads_them() -> None:
 def test_escaped_trailing_blank_is_a_word() -> None:
     """``printf \\ `` prints a space: the escaped blank at the end is an argument."""
     assert sh("printf \\ ").key == sh("printf ' '").key
+
+
+def test_the_openhands_sdk_file_editor_is_an_editor() -> None:
+    """OpenHands SDK's file_editor reads with command view and edits otherwise."""
+    view = procedure_of("file_editor", {"command": "view", "path": "/w/a.py"}, cwd="/w")
+    edit = procedure_of("file_editor", {"command": "str_replace", "path": "a.py", "old_str": "x"})
+    assert (view.operation, view.context) == ("read", "a.py")
+    assert (edit.operation, edit.context) == ("edit", "a.py")

@@ -179,7 +179,7 @@ for _op, _tool_names in (
         "edit",
         "edit multiedit write notebookedit edit_file write_file write_to_file create_file replace"
         " apply_diff apply_patch str_replace str_replace_editor str_replace_based_edit_tool"
-        " insert_content",
+        " file_editor insert_content",  # file_editor: the OpenHands agent SDK's editor
     ),
     (
         "list",
@@ -195,7 +195,7 @@ _SHELL_TOOLS = _names(
     "bash shell sh terminal run_shell_command run_command execute_command execute_bash"
     " exec_command run_terminal_cmd local_shell run_in_terminal"
 )
-_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
+_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "file_editor"})
 _EDITOR_TEXT_KEYS = ("old_str", "new_str", "file_text", "insert_line", "content")
 _NOT_RUNS = frozenset({"grep", "read", "edit", "list", "search", "fetch"})
 _RANK = {"bash": 0, "read": 1, "list": 2, "grep": 3, "edit": 4, "build": 5, "test": 6}
