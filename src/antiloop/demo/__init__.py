@@ -239,16 +239,29 @@ def run_demo(
     if as_json:
         out.write(json.dumps({"summary": summary}) + "\n")
     else:
+        command = _command()
         out.write(
             f"\n{paint('Done', 'bold')}: {len(stops)} of {len(SCENES)} runs stopped: the loops at "
             "their second repetition, one run by its goal reached, one stalled. Each fingerprint "
             "is the same on every machine; search your logs for it.\n"
             f"{paint('Audit log', 'bold')}: every step and verdict is in {url} "
             f"(semantic checks: {summary['embedder']}). See one run with "
-            f"`antiloop log --store {url} {scenes[0].session}`, check the chain with "
-            f"`antiloop log verify --store {url}`.\n"
+            f"`{command} log --store {url} {scenes[0].session}`, check the chain with "
+            f"`{command} log verify --store {url}`.\n"
         )
     return 0
+
+
+def _command() -> str:
+    """How to run this antiloop from here: ``antiloop`` when that is on the PATH, else its path."""
+    beside = Path(sys.executable).parent / "antiloop"
+    found = shutil.which("antiloop")
+    if found and Path(found).resolve() == beside.resolve():
+        return "antiloop"
+    if beside.exists():
+        relative = os.path.relpath(beside)
+        return relative if not relative.startswith("..") else str(beside)
+    return f"{sys.executable} -m antiloop"
 
 
 def _loaded(guard: Guard) -> bool:
