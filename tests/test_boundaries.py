@@ -341,3 +341,14 @@ def test_volatile_values_are_scrubbed(one: str, two: str) -> None:
     step = {"tool": "Bash", "args": {"command": "python run.py"}, "exit_code": 0}
     got = run([{**step, "output": f"done: {one}\n"}, {**step, "output": f"done: {two}\n"}])
     assert got[1].detector == "repeat", got[1].reason
+
+
+def test_an_action_prints_as_its_name() -> None:
+    """print(verdict.action) shows ``stop``, not ``4``; the order and the numbers stay."""
+    assert (str(Action.STOP), f"{Action.CONTINUE}", f"{Action.ASK:>5}") == (
+        "stop",
+        "continue",
+        "  ask",
+    )
+    assert int(Action.STOP) == 4
+    assert Action.STOP > Action.BLOCK > Action.ASK > Action.NUDGE > Action.CONTINUE
