@@ -168,3 +168,33 @@ def test_stop_an_unknown_session_says_so_and_a_prefix_finds_one(tmp_path: Path) 
     assert antiloop("stop", "oth", "--store", url).stdout.startswith(
         "antiloop: session other stops"
     )
+
+
+def _complete(script: str, words: list[str]) -> list[str]:
+    """What bash completes for ``words`` (the last one being typed) with ``script`` loaded."""
+    quoted = " ".join(f"'{w}'" for w in words)
+    program = (
+        f"{script}\nCOMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; _antiloop; "
+        'printf "%s\\n" "${COMPREPLY[@]}"'
+    )
+    out = subprocess.run(["bash", "-c", program], capture_output=True, text=True, check=True)
+    return out.stdout.split()
+
+
+def test_bash_completion_completes_commands_and_their_options() -> None:
+    script = antiloop("completion", "bash").stdout
+    assert _complete(script, ["antiloop", "ch"]) == ["check"]
+    assert _complete(script, ["antiloop", "c"]) == ["check", "calibrate", "config", "completion"]
+    assert _complete(script, ["antiloop", "scan", "--st"]) == ["--strict"]
+    assert "--uninstall" in _complete(script, ["antiloop", "install", "--"])
+
+
+def test_zsh_and_fish_scripts_name_every_command() -> None:
+    from antiloop.cli import COMMANDS
+
+    zsh = antiloop("completion", "zsh").stdout
+    assert zsh.startswith("#compdef antiloop\n")
+    fish = antiloop("completion", "fish").stdout
+    for name in COMMANDS:
+        assert f"-a {name} -d '" in fish
+    assert "-n '__fish_seen_subcommand_from scan' -l strict" in fish

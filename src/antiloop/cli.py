@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("antiloop.commands.calibrate", "choose goal and stagnation thresholds"),
     "init": ("antiloop.commands.init", "write a commented antiloop.toml for this project"),
     "config": ("antiloop.commands.config", "validate a config file (config check [FILE])"),
+    "completion": ("antiloop.commands.completion", "a completion script for bash, zsh or fish"),
 }
 
 
