@@ -198,3 +198,27 @@ def test_zsh_and_fish_scripts_name_every_command() -> None:
     for name in COMMANDS:
         assert f"-a {name} -d '" in fish
     assert "-n '__fish_seen_subcommand_from scan' -l strict" in fish
+
+
+def test_scan_colours_only_when_asked_or_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Piped (the tests' case) no ESC; --color always paints; NO_COLOR wins over auto."""
+    steps = tmp_path / "loop.jsonl"
+    grep = {"tool": "Grep", "args": {"pattern": "x"}, "output": "a.py:1:x"}
+    steps.write_text((json.dumps(grep) + "\n") * 2)
+    plain = antiloop("scan", str(steps))
+    assert plain.returncode == 1
+    assert "\x1b[" not in plain.stdout
+    painted = antiloop("scan", str(steps), "--color", "always")
+    assert "\x1b[31mrepeat" in painted.stdout
+    from antiloop._color import wants_colour
+
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert wants_colour(Tty())  # type: ignore[arg-type]
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not wants_colour(Tty())  # type: ignore[arg-type]

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import IO
 
+from antiloop._color import Painter
 from antiloop.config import load_config
 from antiloop.scan.engine import DEFAULT_EMBEDDER, RunScan, Scanner, Unreadable, scan_config
 from antiloop.scan.summary import Summary, ranges, run_waste_text, unreadable_name
@@ -60,6 +61,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"exit {EXIT_UNREADABLE} when any input is unreadable (of no known format, or read "
         "as no steps)",
     )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text output (default: auto, on a terminal unless NO_COLOR is set)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -84,6 +91,7 @@ def run(ns: argparse.Namespace) -> int:
     summary = Summary()
     kept: list[RunScan] = []
     out = sys.stdout
+    paint = Painter.for_stream(out, ns.color)
     for item in scanner.scan_paths(paths, ns.format, progress=progress.update):
         summary.add(item)
         if isinstance(item, Unreadable):
@@ -97,7 +105,7 @@ def run(ns: argparse.Namespace) -> int:
             out.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
         elif item.loops:
             progress.clear()
-            out.write(run_text(item) + "\n")
+            out.write(run_text(item, paint) + "\n")
     progress.clear()
     if ns.json:
         out.write(json.dumps({"summary": summary.to_json()}, ensure_ascii=False) + "\n")
@@ -130,21 +138,24 @@ def run(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_text(result: RunScan) -> str:
-    """A run with loops, for people: a header line, then one line per loop."""
+def run_text(result: RunScan, paint: Painter | None = None) -> str:
+    """A run with loops, for people: a header line, then one line per loop (coloured on a tty)."""
+    paint = paint or Painter(False)
     name = result.file + (f"#{result.record}" if result.record is not None else "")
     waste = result.waste
     if waste.from_step is None:
         head = "no stopping loop, no waste"
     else:
         head = f"first loop point at step {waste.from_step}; waste {run_waste_text(waste)}"
-    lines = [f"{name} ({result.format}, {result.steps} steps): {head}"]
-    lines.extend(
-        f"  step {loop.step:>4}  {loop.detector:<11} {loop.fingerprint or '-'}"
-        f"  [steps {ranges(loop.evidence)}]"
-        for loop in result.loops
-    )
+    lines = [f"{paint(name, 'bold')} ({result.format}, {result.steps} steps): {head}"]
+    for loop in result.loops:
+        kind = paint(f"{loop.detector:<11}", _KIND_COLOUR.get(loop.detector, "cyan"))
+        steps = paint(f"[steps {ranges(loop.evidence)}]", "dim")
+        lines.append(f"  step {loop.step:>4}  {kind} {loop.fingerprint or '-'}  {steps}")
     return "\n".join(lines)
+
+
+_KIND_COLOUR = {"repeat": "red", "cycle": "red", "fail-streak": "yellow", "stagnation": "yellow"}
 
 
 class Progress:
