@@ -76,7 +76,7 @@ LANGUAGES: dict[str, Language] = {
     **dict.fromkeys(("sh", "bash", "zsh", "ksh", "fish"), _SHELL),
     **dict.fromkeys(("yaml", "yml", "toml", "ini", "cfg", "conf"), _CONFIG),
     **dict.fromkeys(
-        (
+        [
             "c",
             "h",
             "cc",
@@ -105,7 +105,7 @@ LANGUAGES: dict[str, Language] = {
             "groovy",
             "gradle",
             "pony",
-        ),  # fmt: skip
+        ],
         _C,
     ),
     **dict.fromkeys(("css", "scss", "less"), _CSS),
@@ -139,7 +139,8 @@ def language_of(path: str | None) -> Language:
 
 def _tokens(text: str, lang: Language) -> Iterator[tuple[str, str]]:
     """``(kind, text)`` pieces: ``code``, ``string``, ``nl`` (a line break); comments dropped."""
-    i, n, code = 0, len(text), []
+    i, n = 0, len(text)
+    code: list[str] = []
     quotes = lang.quotes
     while i < n:
         ch = text[i]
@@ -257,8 +258,10 @@ def _line(pieces: list[tuple[str, str]], lang: Language) -> str:
 
 
 def only_cosmetic(old: str, new: str, path: str | None = None) -> bool:
-    """True when replacing ``old`` by ``new`` in the file at ``path`` only touches comments
-    or white space (see the module docstring for what that means per language)."""
+    """Whether replacing ``old`` by ``new`` only touches comments or white space.
+
+    What that means depends on the language of ``path`` (see the module docstring).
+    """
     return shape(old, path) == shape(new, path)
 
 

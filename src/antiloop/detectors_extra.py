@@ -284,11 +284,11 @@ def _bounded(old: tuple[Any, ...], new: Iterable[tuple[Any, ...]], limit: int) -
 class _Chain(NamedTuple):
     """One detector's chain: the last occurrence of a step and the edits after it."""
 
-    index: int  # the last step this chain saw
+    at: int  # the last step this chain saw
     procedure: str
     context: str
     readings: tuple[Any, ...]  # the last occurrence's readings, as a plain tuple
-    count: int  # occurrences, each after a gap of the detector's kind
+    occurrences: int  # , each after a gap of the detector's kind
     gap: int  # edits since the last occurrence
     wanted: bool  # the gap holds an edit of the detector's own kind
     evidence: tuple[int, ...]
@@ -332,17 +332,17 @@ def _advance(
     """
     effect = _observe(history)
     chains = history.stream.chains
-    assert chains is not None  # made by _observe
+    if chains is None:  # made by _observe; for the type checker
+        chains = history.stream.chains = {}
     index = history.count - 1
     raw = chains.get(name)
     chain = _Chain(*raw) if raw is not None else None
-    if chain is not None and chain.index == index:
+    if chain is not None and chain.at == index:
         return chain
     record = history.record
     if effect == "hidden":
         new = chain
-    elif effect == "step":
-        assert record is not None
+    elif effect == "step" and record is not None:
         new = (
             _occurrence(chain, record, index)
             if not runs or history.procedure.runs_something
@@ -350,7 +350,7 @@ def _advance(
         )
     elif chain is not None and effect in neutral:
         new = chain._replace(
-            index=index,
+            at=index,
             gap=chain.gap + 1,
             wanted=chain.wanted or effect == kind,
             evidence=(*chain.evidence, index)[-_EVIDENCE_KEPT:],
@@ -371,9 +371,9 @@ def _occurrence(chain: _Chain | None, record: StepRecord, index: int) -> _Chain:
     if same is None:
         return _start(index, record)
     return chain._replace(
-        index=index,
+        at=index,
         readings=_readings_tuple(record.readings),
-        count=chain.count + 1,
+        occurrences=chain.occurrences + 1,
         gap=0,
         wanted=False,
         evidence=(*chain.evidence, index)[-_EVIDENCE_KEPT:],
@@ -384,7 +384,9 @@ def _occurrence(chain: _Chain | None, record: StepRecord, index: int) -> _Chain:
 
 def _fired(history: History, chain: _Chain | None, threshold: int) -> bool:
     return (
-        chain is not None and chain.count >= threshold and chain.evidence[-1] == history.count - 1
+        chain is not None
+        and chain.occurrences >= threshold
+        and chain.evidence[-1] == history.count - 1
     )
 
 
@@ -423,7 +425,7 @@ class HiddenRepeat(Detector):
         fp = fingerprint.build(
             history.agent, "hidden-repeat", chain.context, chain.label, chain.digest
         )
-        times = _times(chain.count)
+        times = _times(chain.occurrences)
         return Verdict.stop(
             "hidden-repeat",
             f"{op} {chain.context!r} ran {times} with the same result ({chain.label}); "
@@ -463,7 +465,7 @@ class CosmeticRerun(Detector):
         fp = fingerprint.build(
             history.agent, "cosmetic-rerun", chain.context, chain.label, chain.digest
         )
-        times = _times(chain.count)
+        times = _times(chain.occurrences)
         return Verdict.ask(
             "cosmetic-rerun",
             f"{chain.context!r} ran {times} with the same result ({chain.label}); the edits "
