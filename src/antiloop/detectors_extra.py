@@ -18,7 +18,8 @@ follows it:
   edit that writes nothing when it fails: an editor tool, ``sed -i`` or ``git apply`` (not a
   redirection, which empties its file first, nor ``patch``, which applies the hunks it can);
   or its output says it was not applied (``No replacement was performed``, SWE-agent's
-  ``Your proposed edit has introduced new syntax error(s)``...); or every file it touched has
+  ``Your proposed edit has introduced new syntax error(s)``..., or an editor tool's output
+  starts with ``ERROR:``, as OpenHands' does); or every file it touched has
   a sha256 equal to the last one the stream saw for that path; or its old and new text are
   equal; or it writes a whole file with exactly the content the stream last saw written there.
 - **only comments or white space** (``cosmetic``): the editor's ``old_str``/``new_str`` (also
@@ -72,6 +73,7 @@ _NOT_APPLIED = re.compile(
     r"String to replace not found|No (?:edits|changes) (?:were|was) (?:made|applied)",
     re.IGNORECASE,
 )
+_EDITOR_ERROR = re.compile(r"\s*(?:ERROR|Error):")
 _ATOMIC_SHELL = re.compile(r"(?:^|[;&|(]\s*)(?:sed\s+(?:-\w+\s+)*-i|git\s+apply)\b")
 _HEREDOC = re.compile(
     r"\A\s*(?:cd\s+\S+\s*&&\s*)?cat\s+"
@@ -185,6 +187,8 @@ def edit_effect(
         said = f"{(step.output or '')[:2000]}\n{(step.error or '')[:2000]}"
         if _NOT_APPLIED.search(said):
             return "noop"
+        if not history.procedure.parts and _EDITOR_ERROR.match(step.output or ""):
+            return "noop"  # an editor tool that answers with its error as output (OpenHands)
     record = history.record
     if record is not None and known and _unchanged(record.readings, known):
         return "noop"
@@ -288,7 +292,7 @@ class _Chain(NamedTuple):
     procedure: str
     context: str
     readings: tuple[Any, ...]  # the last occurrence's readings, as a plain tuple
-    occurrences: int  # , each after a gap of the detector's kind
+    occurrences: int  # each after a gap of the detector's kind
     gap: int  # edits since the last occurrence
     wanted: bool  # the gap holds an edit of the detector's own kind
     evidence: tuple[int, ...]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from antiloop.config import DETECTOR_NAMES, GuardConfig
+from antiloop.config import KNOWN_DETECTORS, GuardConfig
 from antiloop.detectors import FailStreak
 from antiloop.guard import Guard, default_detector
 from antiloop.history import History
@@ -196,7 +196,7 @@ def scan_config(
     detectors = tuple(
         d
         for d in config.detectors
-        if d != "goal" and (d != "max-steps" or names_budget) and d in DETECTOR_NAMES
+        if d != "goal" and (d != "max-steps" or names_budget) and d in KNOWN_DETECTORS
     )
     return dataclasses.replace(config, detectors=detectors)
 
