@@ -432,12 +432,14 @@ class HiddenRepeat(Detector):
         times = _times(chain.occurrences)
         return Verdict.stop(
             "hidden-repeat",
-            f"{op} {chain.context!r} ran {times} with the same result ({chain.label}); "
+            outcome="loop",
+            reason=f"{op} {chain.context!r} ran {times} with the same result ({chain.label}); "
             f"the edits between changed nothing.",
             fingerprint=fp,
             hint=(
-                f"Your edits between the runs of {op} on {chain.context!r} were not applied, so "
-                f"it gave the same result ({chain.label}) {times}. Read the edit's error, copy "
+                f"Your edits between the runs of {op} on {chain.context!r} changed nothing "
+                "(refused, failed, or the files are as they were), so it gave the same result "
+                f"({chain.label}) {times}. Read the edit's error, copy "
                 "the exact text, or change approach; running it again changes nothing."
             ),
             evidence=chain.evidence,
@@ -472,7 +474,8 @@ class CosmeticRerun(Detector):
         times = _times(chain.occurrences)
         return Verdict.ask(
             "cosmetic-rerun",
-            f"{chain.context!r} ran {times} with the same result ({chain.label}); the edits "
+            outcome="loop",
+            reason=f"{chain.context!r} ran {times} with the same result ({chain.label}); the edits "
             "between only touched comments or white space.",
             fingerprint=fp,
             hint=(
