@@ -123,7 +123,6 @@ _PRAGMA = re.compile(
     r"@(?:vite|webpack)))",
     re.IGNORECASE,
 )
-_WORD = re.compile(r"\w")
 
 
 def language_of(path: str | None) -> Language:
@@ -137,14 +136,35 @@ def language_of(path: str | None) -> Language:
     return LANGUAGES.get(ext, _PLAIN) if dot else _PLAIN
 
 
+_SPECIALS: dict[str, re.Pattern[str]] = {}
+_STRING_ENDS: dict[tuple[str, bool], re.Pattern[str]] = {}
+
+
+def _specials(lang: Language) -> re.Pattern[str]:
+    """Where something other than plain code may start: a line break, a quote, a comment."""
+    rx = _SPECIALS.get(lang.name)
+    if rx is None:
+        starts = ["\n", *lang.quotes, *lang.line, *(opener for opener, _ in lang.block)]
+        rx = _SPECIALS[lang.name] = re.compile("|".join(map(re.escape, starts)))
+    return rx
+
+
 def _tokens(text: str, lang: Language) -> Iterator[tuple[str, str]]:
     """``(kind, text)`` pieces: ``code``, ``string``, ``nl`` (a line break); comments dropped."""
     i, n = 0, len(text)
     code: list[str] = []
+    specials = _specials(lang)
     quotes = lang.quotes
     while i < n:
-        ch = text[i]
-        if ch == "\n":
+        found = specials.search(text, i)
+        if found is None:
+            code.append(text[i:])
+            break
+        at = found.start()
+        if at > i:
+            code.append(text[i:at])
+        i = at
+        if text[i] == "\n":
             if code:
                 yield "code", "".join(code)
                 code = []
@@ -161,43 +181,49 @@ def _tokens(text: str, lang: Language) -> Iterator[tuple[str, str]]:
             i = end
             continue
         comment_end = _comment_end(text, i, lang, code)
-        if comment_end is not None:
-            if _PRAGMA.match(text[i:comment_end].strip()):
-                if code:
-                    yield "code", "".join(code)
-                    code = []
-                yield "string", text[i:comment_end]  # a comment tools read: kept verbatim
-            elif "\n" in text[i:comment_end]:
-                code.append(" ")  # a block comment over lines: the lines stay apart
+        if comment_end is None:  # a '#' inside a word
+            code.append(text[i])
+            i += 1
+            continue
+        if _PRAGMA.match(text[i:comment_end].strip()):
+            if code:
                 yield "code", "".join(code)
                 code = []
-                yield "nl", "\n"
-            i = comment_end
-            continue
-        code.append(ch)
-        i += 1
+            yield "string", text[i:comment_end]  # a comment tools read: kept verbatim
+        elif "\n" in text[i:comment_end]:
+            code.append(" ")  # a block comment over lines: the lines stay apart
+            yield "code", "".join(code)
+            code = []
+            yield "nl", "\n"
+        i = comment_end
     if code:
         yield "code", "".join(code)
 
 
 def _string_end(text: str, start: int, quote: str, multiline: bool) -> int:
-    i, n = start, len(text)
-    while i < n:
-        if text[i] == "\\" and len(quote) == 1:
-            i += 2
+    """Where the string opened before ``start`` ends (after its closing quote)."""
+    rx = _STRING_ENDS.get((quote, multiline))
+    if rx is None:
+        pattern = r"\\.|" + re.escape(quote) + ("" if multiline else r"|\n")
+        rx = _STRING_ENDS[(quote, multiline)] = re.compile(pattern, re.DOTALL)
+    pos = start
+    while True:
+        found = rx.search(text, pos)
+        if found is None:
+            return len(text)
+        token = found.group()
+        if token[0] == "\\":  # an escaped character
+            pos = found.end()
             continue
-        if text.startswith(quote, i):
-            return i + len(quote)
-        if text[i] == "\n" and not multiline:
-            return i  # an unclosed one-line string (a fragment, a Rust lifetime): ends here
-        i += 1
-    return n
+        if token == "\n":
+            return found.start()  # an unclosed one-line string (a fragment, a Rust lifetime)
+        return found.end()
 
 
 def _comment_end(text: str, i: int, lang: Language, code: list[str]) -> int | None:
     for marker in lang.line:
         if text.startswith(marker, i):
-            if marker == "#" and lang.word_hash and code and not code[-1].isspace():
+            if marker == "#" and lang.word_hash and code and not code[-1][-1:].isspace():
                 return None
             end = text.find("\n", i)
             return len(text) if end < 0 else end
@@ -208,19 +234,13 @@ def _comment_end(text: str, i: int, lang: Language, code: list[str]) -> int | No
     return None
 
 
+_BETWEEN_WORDS = re.compile(r"(?<=\w)\s+(?=\w)")
+_SPACE = re.compile(r"\s+")
+
+
 def _squeeze(code: str) -> str:
     """White space inside a line dropped, except one space between two word characters."""
-    out: list[str] = []
-    pending = False
-    for ch in code:
-        if ch.isspace():
-            pending = True
-            continue
-        if pending and out and _WORD.match(out[-1]) and _WORD.match(ch):
-            out.append(" ")
-        pending = False
-        out.append(ch)
-    return "".join(out)
+    return _SPACE.sub("", _BETWEEN_WORDS.sub("\x00", code)).replace("\x00", " ")
 
 
 def shape(text: str, path: str | None = None) -> str:

@@ -42,6 +42,7 @@ with ``|`` (``AnyOf`` calls every part), not behind an ``&``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -219,6 +220,7 @@ def _unchanged(readings: Readings, known: Mapping[str, str]) -> bool:
     return bool(files) and all(sha is not None and known.get(p) == sha for p, sha, _ in files)
 
 
+@functools.lru_cache(maxsize=8)  # a write is compared, then remembered: one reduction
 def _write_digests(path: str, text: str) -> tuple[str, str]:
     return fingerprint.digest8(text), fingerprint.digest8(shape(text, path))
 
