@@ -387,3 +387,26 @@ def test_fingerprints_are_the_same_in_another_process() -> None:
         "AGENT::agent::cosmetic-rerun::python r.py::42#b22dcfff",
     ]
     assert out == here == pinned
+
+
+def test_scan_with_a_config_naming_them_reports_their_loops(tmp_path: Any) -> None:
+    """``antiloop scan --config`` runs the opt-in detectors it names; a hidden repeat stops,
+    so the waste starts there."""
+    import contextlib
+    import io
+    import json
+
+    from antiloop.cli import main
+
+    trace = tmp_path / "run.jsonl"
+    steps = [READ, failed_edit(1), READ, failed_edit(2), READ, RUN, RUN | {"output": "43\n"}]
+    trace.write_text("".join(json.dumps(s) + "\n" for s in steps), encoding="utf-8")
+    config = tmp_path / "antiloop.toml"
+    config.write_text('[guard]\ndetectors = ["repeat", "hidden-repeat"]\n', encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(["scan", str(trace), "--config", str(config), "--json"])
+    run = json.loads(out.getvalue().splitlines()[0])
+    assert code == 1
+    assert [(loop["step"], loop["detector"]) for loop in run["loops"]] == [(4, "hidden-repeat")]
+    assert (run["waste"]["from_step"], run["waste"]["steps"]) == (4, 2)

@@ -211,11 +211,11 @@ def _string_end(text: str, start: int, quote: str, multiline: bool) -> int:
         found = rx.search(text, pos)
         if found is None:
             return len(text)
-        token = found.group()
-        if token[0] == "\\":  # an escaped character
+        piece = found.group()
+        if piece[0] == "\\":  # an escaped character
             pos = found.end()
             continue
-        if token == "\n":
+        if piece == "\n":
             return found.start()  # an unclosed one-line string (a fragment, a Rust lifetime)
         return found.end()
 
