@@ -32,6 +32,11 @@ follows it:
   syntax dropped; strings and pragma comments kept).
 - anything else is a change, and breaks the chain.
 
+The last states are the ones the stream's own steps reported: a command that rewrites a file
+without reporting its state goes unseen. That is one reason why a loop also needs the same
+result each time (PROTOCOL.md 4): an edit wrongly taken for a no-op that did change what the
+step sees gives another result, and no loop.
+
 Cost: the detectors keep, per stream, one small tuple each in ``StreamState.chains`` (the
 procedure digest, the readings of the last occurrence, counters, at most 32 step indices) and
 a shared one with the last sha256 of at most 16 paths and the digests of at most 8 files
@@ -453,11 +458,11 @@ class CosmeticRerun(Detector):
     """A command re-run with the same result after edits of only comments or white space: ask.
 
     An occurrence is a step that runs something (``bash``, ``test``, ``build``, tools outside
-    the table); between each pair at least one edit only touched comments or white space and
-    every other edit there changed nothing. The default threshold 2 fires at the first such
-    re-run, whose result could not change; it asks rather than stops because "only comments"
-    is judged from the text by the file's extension, and because re-running once after a
-    clean-up to check that nothing broke is fair: a person says which it was.
+    the table); between each pair at least one edit only touched comments or white space,
+    every other edit there changed nothing, and no other step came between. The default
+    threshold 2 fires at the first such re-run, whose result could not change. It asks rather
+    than stops: "only comments" is judged from the text by the file's extension, and
+    re-running once after a clean-up to check that nothing broke is fair; a person says which.
 
     Example:
         >>> CosmeticRerun(2)
