@@ -254,6 +254,20 @@ def test_a_whole_file_rewritten_with_only_comments_changed() -> None:
         ([RUN, edit("x = 1", "x = 1  # c"), edit("y = 1", "y = 2"), RUN], "a real change too"),
         ([RUN, RUN], "no edit between: the plain repeat's"),
         ([RUN, edit("a # b", "a", "notes.txt"), RUN], "no known language: '#' is text"),
+        (
+            [
+                RUN,
+                {
+                    "tool": "Bash",
+                    "args": {
+                        "command": "cat > p.diff <<'EOF'\n+++ b/repro.py\n@@ -1 +1 @@\n-x = 1\n"
+                        "+x = 1  # c\nEOF\ngit apply p.diff && python setup.py develop"
+                    },
+                },
+                RUN,
+            ],
+            "the patching step also ran something",
+        ),
     ],
     ids=lambda v: v if isinstance(v, str) else "",
 )

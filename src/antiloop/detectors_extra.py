@@ -30,7 +30,8 @@ follows it:
   the stream saw written to that file, are equal once reduced by ``antiloop.code_shape.shape``
   for the language of the file's extension (comments, blank lines and white space that is not
   syntax dropped; strings and pragma comments kept).
-- anything else is a change, and breaks the chain.
+- anything else is a change, and breaks the chain; so is a shell chain that also runs something
+  (``git apply p.diff && python setup.py develop``), whatever its edits.
 
 The last states are the ones the stream's own steps reported: a command that rewrites a file
 without reporting its state goes unseen. That is one reason why a loop also needs the same
@@ -195,6 +196,8 @@ def edit_effect(
             return "noop"
         if not history.procedure.parts and _EDITOR_ERROR.match(step.output or ""):
             return "noop"  # an editor tool that answers with its error as output (OpenHands)
+    if any(op != "edit" for _, op in history.procedure.parts):
+        return "change"  # a shell chain that also runs something: who knows what it did
     record = history.record
     if record is not None and known and _unchanged(record.readings, known):
         return "noop"
