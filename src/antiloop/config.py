@@ -18,6 +18,10 @@ from antiloop.suggest import unknown
 TASK_BUDGETS = {"simple": 25, "research": 100, "coding": 250}
 DEFAULT_BUDGET = 100
 DETECTOR_NAMES = ("repeat", "cycle", "fail-streak", "max-steps", "goal", "stagnation")
+"""The detectors on by default."""
+OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
+"""Detectors that run only when ``detectors`` names them (``antiloop.detectors_extra``)."""
+KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
 TABLES = ("approval", "hooks")
@@ -48,6 +52,8 @@ class GuardConfig:
     detectors: tuple[str, ...] = DETECTOR_NAMES
     repeat_action: str = "stop"
     on_store_error: str = "allow"
+    hidden_repeat_threshold: int = 3
+    cosmetic_rerun_threshold: int = 2
 
     @property
     def budget(self) -> int:
@@ -97,6 +103,8 @@ def _check(key: str, value: Any, source: str) -> Any:
         return _positive_int(key, value, source, minimum=0 if key != "min_steps" else 1)
     if key in ("repeat_threshold", "stagnation_window"):
         return _positive_int(key, value, source, minimum=2 if key == "repeat_threshold" else 1)
+    if key in ("hidden_repeat_threshold", "cosmetic_rerun_threshold"):
+        return _positive_int(key, value, source, minimum=2)
     if key in ("goal_threshold", "stagnation_threshold"):
         return None if value is None else _unit_float(key, value, source)
     if key == "task_type":
@@ -108,7 +116,7 @@ def _check(key: str, value: Any, source: str) -> Any:
             raise ConfigError(f"{source}: {key!r} must be a list of strings, not {value!r}")
         if key == "detectors":
             for name in value:
-                _choice("detectors", name, source, DETECTOR_NAMES)
+                _choice("detectors", name, source, KNOWN_DETECTORS)
         return tuple(v.lower() for v in value)
     if key == "embedder":
         if not isinstance(value, str) or not value:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 from antiloop import fingerprint, semantic
 from antiloop.audit import AuditEvent
 from antiloop.canonical import Procedure, canonical_path, procedure_of
-from antiloop.config import GuardConfig
+from antiloop.config import OPT_IN_DETECTORS, GuardConfig
 from antiloop.detectors import (
     AnyOf,
     Cycle,
@@ -164,6 +164,10 @@ def default_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
                 embedder, config.stagnation_threshold, config.stagnation_window, config.min_steps
             )
         )
+    if on.intersection(OPT_IN_DETECTORS):
+        from antiloop.detectors_extra import opt_in_detectors
+
+        parts.extend(opt_in_detectors(config))
     return AnyOf(parts)
 
 

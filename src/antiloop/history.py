@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 from dataclasses import dataclass, field
+from typing import Any
 
 from antiloop.canonical import Procedure
 from antiloop.events import Step
@@ -78,6 +79,9 @@ class StreamState:
     blanks: int = 0
     stopped: dict[str, str] = field(default_factory=dict)
     fail_errors: tuple[str, ...] = ()  # short digests of the failing steps' error lines
+    # What the opt-in detectors (antiloop.detectors_extra) follow, by name: small tuples of
+    # plain values (digests, indices), bounded; None in a stream no such detector judged.
+    chains: dict[str, tuple[Any, ...]] | None = None
 
 
 @dataclass(slots=True)

@@ -62,6 +62,10 @@ def _full_state() -> SessionState:
         blanks=0,
         stopped={"d" * 16: "AGENT::a::test::pytest::1 failing#abcd1234"},
         fail_errors=("0badc0de", "0badc0de"),
+        chains={  # what the opt-in detectors follow (antiloop.detectors_extra)
+            "~observed": (3, "step", (("a.py", "f" * 64),), (("r.py", "0badc0de", "c0ffee00"),)),
+            "hidden-repeat": (3, "d" * 16, "a.py", ("e" * 16, None), 2, 1, True, (1, 2, 3)),
+        },
     )
     return SessionState(
         steps=4,

@@ -40,6 +40,7 @@ step_records = st.builds(
 vectors = st.none() | st.lists(st.floats(width=32, allow_nan=False), max_size=8).map(
     lambda xs: array("f", xs)
 )
+chain_values = st.lists(st.none() | st.integers() | text | st.booleans(), max_size=6).map(tuple)
 messages = st.builds(MessageRecord, st.integers(0, 10**6), text, text, st.booleans(), vectors)
 
 
@@ -58,6 +59,8 @@ def streams(draw: st.DrawFn) -> StreamState:
         tuple(draw(st.lists(st.integers(0, 1000), max_size=16))),
         draw(st.integers(0, 100)),
         draw(st.dictionaries(text, text, max_size=4)),
+        tuple(draw(st.lists(text, max_size=3))),
+        draw(st.none() | st.dictionaries(text, chain_values, max_size=3)),
     )
 
 
@@ -214,3 +217,22 @@ def test_a_stream_changed_in_place_is_encoded_as_it_now_is() -> None:
     assert decode_state(encode_state(state)) == state
     stream.messages.append(MessageRecord(1, "x", "x", False))
     assert decode_state(encode_state(state)) == state
+
+
+def test_opt_in_chains_round_trip_and_older_streams_have_none() -> None:
+    """A stream's chains are encoded (and re-encoded when changed); a stream without is None."""
+    stream = StreamState([], [], chains={"hidden-repeat": (1, "p", (2, 3))})
+    state = SessionState(steps=2, streams={"a": stream})
+    assert decode_state(encode_state(state)) == state
+    stream.chains = {**(stream.chains or {}), "cosmetic-rerun": (2, "q")}
+    assert decode_state(encode_state(state)).streams["a"].chains == stream.chains
+    assert stream.chains is not None
+    stream.chains["hidden-repeat"] = (5, "p", (4,))
+    assert decode_state(encode_state(state)).streams["a"].chains == stream.chains
+    import marshal
+
+    raw = marshal.loads(encode_state(state)[1:])  # noqa: S302 - our own bytes
+    agent, data = raw[3][0]
+    short = marshal.dumps(marshal.loads(data)[:11], 4)  # noqa: S302 - a stream before the opt-ins
+    old = bytes([VERSION]) + marshal.dumps((*raw[:3], ((agent, short),), *raw[4:]), 4)
+    assert decode_state(old).streams["a"].chains is None

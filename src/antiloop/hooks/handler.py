@@ -82,6 +82,7 @@ PASS = Outcome()
 
 def hook_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
     """The detectors of a hook: ``default_detector`` with the hook mappings (see config)."""
+    from antiloop.config import OPT_IN_DETECTORS
     from antiloop.detectors import (
         AnyOf,
         Cycle,
@@ -116,6 +117,10 @@ def hook_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
                 embedder, config.stagnation_threshold, config.stagnation_window, config.min_steps
             )
         )
+    if on.intersection(OPT_IN_DETECTORS):
+        from antiloop.detectors_extra import opt_in_detectors
+
+        parts.extend(opt_in_detectors(config))
     return AnyOf(parts)
 
 

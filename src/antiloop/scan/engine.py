@@ -15,10 +15,11 @@ evidence overlaps (repeat, cycle, stagnation), when the failure streak runs on u
 fingerprint is still the same loop.
 
 The *first loop point* of a run is the first step where a detector that stops the session
-(repeat, cycle, stagnation, max-steps) fired: a guard in front of the agent would have ended
-the run there. Everything after it is *waste*: its steps, and the tokens and dollars of those
-steps where the format records them. A failure streak asks a person rather than stopping, so it
-is reported as a loop but does not start the waste.
+(repeat, cycle, stagnation, max-steps; hidden-repeat when named) fired: a guard in front of the
+agent would have ended the run there. Everything after it is *waste*: its steps, and the tokens
+and dollars of those steps where the format records them. A failure streak asks a person rather
+than stopping, so it is reported as a loop but does not start the waste (nor does the opt-in
+cosmetic-rerun, which asks too).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from antiloop.config import DETECTOR_NAMES, GuardConfig
+from antiloop.config import KNOWN_DETECTORS, GuardConfig
 from antiloop.detectors import FailStreak
 from antiloop.guard import Guard, default_detector
 from antiloop.history import History
@@ -45,7 +46,7 @@ SCAN_DETECTORS = ("repeat", "cycle", "fail-streak", "stagnation")
 DEFAULT_EMBEDDER = "ngram"
 """The embedder of the stagnation check in a scan: fast, offline, deterministic."""
 
-STOPPING = frozenset({"repeat", "cycle", "stagnation", "max-steps"})
+STOPPING = frozenset({"repeat", "cycle", "stagnation", "max-steps", "hidden-repeat"})
 """Detectors whose verdict ends a session: the first of them is the run's loop point."""
 
 _COMMAND_LIMIT = 300
@@ -58,7 +59,8 @@ class Loop:
 
     Attributes:
         step: the step where the detector first fired (0-based, canonical step order).
-        detector: ``repeat``, ``cycle``, ``fail-streak``, ``stagnation`` or ``max-steps``.
+        detector: ``repeat``, ``cycle``, ``fail-streak``, ``stagnation``, ``max-steps``, or an
+            opt-in detector named in the config (``hidden-repeat``, ``cosmetic-rerun``).
         fingerprint: the loop's fingerprint at its first firing (None for max-steps).
         evidence: every step that makes the evidence, over the whole loop, sorted.
         last: the last step at which the detector still fired for this loop.
@@ -227,7 +229,7 @@ def scan_config(
     detectors = tuple(
         d
         for d in config.detectors
-        if d != "goal" and (d != "max-steps" or names_budget) and d in DETECTOR_NAMES
+        if d != "goal" and (d != "max-steps" or names_budget) and d in KNOWN_DETECTORS
     )
     return dataclasses.replace(config, detectors=detectors)
 

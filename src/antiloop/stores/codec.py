@@ -7,8 +7,9 @@ nothing executable; five times faster than JSON here, and read by every Python 3
     (steps, goal, goal_vector, ((agent, stream), ...), ended, ((step_id, verdict), ...))
 
 A stream is ``(window_len, (step, ...), messages_len, (message, ...), run, fail_tool,
-fails, fail_steps, blanks, ((digest, fingerprint), ...), fail_errors)``; the last item
-of each (step ids, error digests) is new in v1.1 and optional when read; a step ``(index,
+fails, fail_steps, blanks, ((digest, fingerprint), ...), fail_errors, chains)``; the last
+items (step ids, error digests; the opt-in detectors' ``chains``, ``((name, tuple), ...)`` or
+None) are newer and optional when read; a step ``(index,
 tool, operation, procedure, context, readings, same_as)``; in version 2 each stream and each
 step is itself marshalled to bytes (version 1, still read, nests the tuples); readings are
 their ten fields in order; a vector is ``(typecode, its little-endian bytes)``; a verdict
@@ -190,6 +191,7 @@ def _stream_out(s: StreamState) -> tuple[Any, ...]:
         s.blanks,
         tuple(s.stopped.items()),
         s.fail_errors,
+        None if s.chains is None else tuple(s.chains.items()),
     )
 
 
@@ -202,6 +204,7 @@ def _stream_bytes(s: StreamState) -> bytes:
         tuple([m.vector for m in messages]),
         (s.run, s.fail_tool, s.fails, s.fail_steps, s.blanks, s.fail_errors),
         dict(s.stopped),
+        None if s.chains is None else dict(s.chains),
     )
     memo = _stream_memo
     hit = memo.get(id(s))
@@ -215,6 +218,7 @@ def _stream_bytes(s: StreamState) -> bytes:
             and all(map(is_, was[2], made[2]))
             and was[3] == made[3]
             and was[4] == made[4]
+            and was[5] == made[5]
         ):
             return hit[2]
         del memo[id(s)]
@@ -234,7 +238,10 @@ def _stream_in(data: tuple[Any, ...] | bytes) -> StreamState:
     window = [_step_in(r) for r in d[1]]
     messages = [MessageRecord(m[0], m[1], m[2], m[3], _vec_in(m[4])) for m in d[3]]
     errors = tuple(d[10]) if len(d) > 10 else ()  # written since v1.1
-    return StreamState(window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]), errors)
+    chains = dict(d[11]) if len(d) > 11 and d[11] is not None else None  # since the opt-ins
+    return StreamState(
+        window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]), errors, chains
+    )
 
 
 def encode_state(state: SessionState) -> bytes:
