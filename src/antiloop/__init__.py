@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         Stagnation,
         WithAction,
     )
+    from antiloop.detectors_extra import CosmeticRerun, HiddenRepeat
     from antiloop.errors import (
         AntiloopError,
         ApprovalDenied,
@@ -52,6 +53,7 @@ _WHERE = {
     "BudgetExceeded": "antiloop.errors",
     "ChannelError": "antiloop.errors",
     "ConfigError": "antiloop.errors",
+    "CosmeticRerun": "antiloop.detectors_extra",
     "Cycle": "antiloop.detectors",
     "Detector": "antiloop.detectors",
     "FailStreak": "antiloop.detectors",
@@ -61,6 +63,7 @@ _WHERE = {
     "Guard": "antiloop.guard",
     "GuardConfig": "antiloop.config",
     "Halt": "antiloop.errors",
+    "HiddenRepeat": "antiloop.detectors_extra",
     "History": "antiloop.history",
     "Listener": "antiloop.guard",
     "LoopDetected": "antiloop.errors",
@@ -92,6 +95,7 @@ __all__ = [
     "BudgetExceeded",
     "ChannelError",
     "ConfigError",
+    "CosmeticRerun",
     "Cycle",
     "Detector",
     "FailStreak",
@@ -101,6 +105,7 @@ __all__ = [
     "Guard",
     "GuardConfig",
     "Halt",
+    "HiddenRepeat",
     "History",
     "Listener",
     "LoopDetected",
