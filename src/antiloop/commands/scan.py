@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO
 
 from antiloop.config import load_config
+from antiloop.printable import printable, printable_json
 from antiloop.scan.engine import DEFAULT_EMBEDDER, RunScan, Scanner, Skipped, scan_config
 from antiloop.scan.summary import Summary, ranges, run_waste_text
 from antiloop.traces import FORMATS
@@ -76,16 +77,16 @@ def run(ns: argparse.Namespace) -> int:
         summary.add(item)
         if isinstance(item, Skipped):
             progress.clear()
-            print(f"antiloop: skipped {item.file}: {item.reason}", file=sys.stderr)
+            print(printable(f"antiloop: skipped {item.file}: {item.reason}"), file=sys.stderr)
             continue
         progress.loops += len(item.loops)
         if ns.html:
             kept.append(item)
         if ns.json:
-            out.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
+            out.write(printable_json(json.dumps(item.to_json(), ensure_ascii=False)) + "\n")
         elif item.loops:
             progress.clear()
-            out.write(run_text(item) + "\n")
+            out.write(printable(run_text(item), lines=True) + "\n")
     progress.clear()
     if summary.runs == 0:
         where = ", ".join(ns.paths)
@@ -94,7 +95,7 @@ def run(ns: argparse.Namespace) -> int:
     if ns.json:
         out.write(json.dumps({"summary": summary.to_json()}, ensure_ascii=False) + "\n")
     else:
-        out.write(("\n" if summary.loops else "") + summary.text() + "\n")
+        out.write(("\n" if summary.loops else "") + printable(summary.text(), lines=True) + "\n")
     if ns.html:
         from antiloop.scan.report import write_html
 
