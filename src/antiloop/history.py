@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from antiloop.canonical import Procedure
 from antiloop.events import Step
 from antiloop.readings import Readings, SameResult
+from antiloop.redact import redact_text
 
 # Keys up to this length are kept as they are (cheaper than hashing, and as small as a digest
 # object); longer ones become a 16-hex-digit digest. Keys hold control characters, digests none.
@@ -20,8 +21,12 @@ _SHORT_KEY = 48
 
 
 def key_digest(key: str) -> str:
-    """A short stable stand-in for a canonical procedure key: the key itself when short."""
-    if len(key) <= _SHORT_KEY:
+    """A short stable stand-in for a canonical procedure key: the key itself when short.
+
+    A short key that holds a secret (``mysql -phunter2``) becomes a digest too: the stand-in
+    is stored with the session, and a digest compares equal exactly when the key does.
+    """
+    if len(key) <= _SHORT_KEY and redact_text(key) == key:
         return key
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
