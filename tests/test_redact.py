@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from antiloop.redact import REDACTED, is_sensitive_key, redact_text, redact_value
+from antiloop.verdict import Action
 
 # Every secret kind, with what the redactor must make of it, written out by hand (not computed
 # with the module's own patterns: dropping a pattern must fail here).
@@ -78,6 +81,8 @@ EXPECTED = [
     ("postgresql://app:pa55w0rd@db:5432/prod", "postgresql://app:[REDACTED]@db:5432/prod"),
     ("mysql --password hunter3 -u root", "mysql --password [REDACTED] -u root"),
     ("tool --api-key=abc123def", "tool --api-key=[REDACTED]"),
+    ("mysql -u root -phunter4 -e 'select 1'", "mysql -u root -p[REDACTED] -e 'select 1'"),
+    ("sshpass -p hunter5 ssh host", "sshpass -p [REDACTED] ssh host"),
     ("DB_PASSWORD=letmein", "DB_PASSWORD=[REDACTED]"),
     ('{"client_secret": "s3cr3t", "n": 1}', '{"client_secret": "[REDACTED]", "n": 1}'),
     # Private key blocks, closed and cut
@@ -135,6 +140,8 @@ SECRETS = [
     "hunter2",
     "pa55w0rd",
     "hunter3",
+    "hunter4",
+    "hunter5",
     "abc123def",
     "letmein",
     "s3cr3t",
@@ -184,6 +191,8 @@ def test_no_raw_secret_survives_any_case() -> None:
         "id 123e4567-e89b-12d3-a456-426614174000",
         "sort_key=created_at",
         "pip install sk-video",
+        "mysql -p mydb -u root",
+        "docker run -p 8080:80 img",
         "Loading modules...",
         "see https://hooks.slack.com/ for docs",
         "the key is documentation_index_page",
@@ -275,6 +284,7 @@ def test_literal_prefilters_never_change_the_result(text: str) -> None:
         redact._URL,
         redact._FLAG,
         redact._KV,
+        redact._MYSQL,
         redact._HIGH,
         redact._AWS,
     ):
@@ -298,3 +308,82 @@ def test_letters_that_ignorecase_folds_do_not_hide_a_key(text: str) -> None:
     out = redact_text(text)
     assert "hunter2" not in out
     assert REDACTED in out
+
+
+# -- detection is made on raw data; what is stored is redacted -----------------------------
+
+SHORT_SECRET_STEP = {"tool": "Bash", "args": {"command": "mysql -phunter2 -e 'select 1'"}}
+
+
+def _verdicts(steps: list[dict[str, object]], store: str | None) -> list[tuple[object, ...]]:
+    """Each step judged by a fresh guard on ``store`` (so every state is decoded from bytes)."""
+    from antiloop import Guard, GuardConfig
+
+    out = []
+    for step in steps:
+        guard = Guard(config=GuardConfig(embedder="ngram"), store=store)
+        verdict = guard.record(step)
+        out.append((verdict.action, verdict.detector, verdict.fingerprint, verdict.reason))
+        guard.store.close()
+    return out
+
+
+def test_a_stored_state_judges_as_the_live_one(tmp_path: Path) -> None:
+    """Secrets in commands, outputs and messages: SQLite (decoded each step) = memory."""
+    from antiloop import Guard, GuardConfig
+
+    steps: list[dict[str, object]] = [
+        {
+            **SHORT_SECRET_STEP,
+            "output": "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "session": "s",
+            "message": f"retry {i % 2} with ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        }
+        for i in range(4)
+    ]
+    live = Guard(config=GuardConfig(embedder="ngram"))
+    expected = [
+        (v.action, v.detector, v.fingerprint, v.reason) for v in (live.record(s) for s in steps)
+    ]
+    assert expected[1][1] == "repeat"
+    assert _verdicts(steps, f"sqlite:///{tmp_path}/a.db") == expected
+
+
+def test_two_different_secrets_are_two_procedures(tmp_path: Path) -> None:
+    """Redaction does not merge calls: the same command with other tokens is no repeat."""
+    steps: list[dict[str, object]] = [
+        {"tool": "Bash", "args": {"command": f"gh auth ghp_{i}{'a1' * 18}"}, "output": "ok"}
+        for i in range(6)
+    ]
+    assert [v[0] for v in _verdicts(steps, f"sqlite:///{tmp_path}/b.db")] == [Action.CONTINUE] * 6
+    same = [{**steps[0], "session": "same"}] * 3
+    assert [v[1] for v in _verdicts(same, f"sqlite:///{tmp_path}/b.db")][1] == "repeat"
+
+
+def test_the_encoded_state_holds_no_raw_secret() -> None:
+    """Goal, messages, contexts, heads, error lines and verdicts are redacted in the bytes."""
+    from antiloop import Guard, GuardConfig
+    from antiloop.stores.codec import decode_state, encode_state
+
+    guard = Guard(config=GuardConfig(embedder="ngram"))
+    for _ in range(3):
+        guard.record(
+            {
+                **SHORT_SECRET_STEP,
+                "output": "",
+                "error": "denied for xoxb-123456789012-abcdefABCDEF",
+                "goal": "deploy with sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+                "message": "the key is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            }
+        )
+    state = guard.store.peek("default")
+    assert state is not None
+    assert state.ended is not None
+    data = encode_state(state)
+    for raw in ("hunter2", "xoxb-1234", "sk_live_4eC", "wJalrXUtnFEMI"):
+        assert raw.encode() not in data, raw
+    again = decode_state(data)
+    assert again.goal == "deploy with [REDACTED]"
+    assert again.streams["agent"].messages[-1].text == "the key is [REDACTED]"
+    assert again.streams["agent"].window[-1].context == "mysql -p[REDACTED] -e 'select 1'"
+    assert again.streams["agent"].window[-1].readings.head == "denied for [REDACTED]"

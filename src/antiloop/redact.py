@@ -12,7 +12,8 @@ exports) passes text through ``redact_text`` and values through ``redact_value``
   webhook URLs, Stripe ``sk_live_``/``rk_live_``/``pk_live_``/``whsec_`` (and ``_test_``),
   Google ``AIza…``, npm ``npm_…``, PyPI ``pypi-AgE…``, Hugging Face ``hf_…``;
 - JSON web tokens (``eyJ…`` . ``…`` . ``…``) and standalone 40-character AWS secret keys;
-- bearer and basic credentials, passwords in URLs, ``--password x`` flags, ``key=value`` pairs
+- bearer and basic credentials, passwords in URLs, ``--password x`` flags, ``mysql -px`` and
+  ``sshpass -p x``, ``key=value`` pairs
   whose key names a password, token, secret or API key, and private key blocks;
 - high-entropy values (16+ characters, letters and digits) after a secret-looking key (``key``,
   ``secret``, ``token``, ``pwd``, ``sig``, ``cookie``, ``salt``...), also when separated by
@@ -72,6 +73,9 @@ _PATTERNS = [
     r"(?P<urlp>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@\"']*:)(?P<url>[^\s@/\"']+)(?=@)",
     # --password x, --api-key=x
     r"(?P<flagp>(?<![\w-])--?[\w-]*" + _KEY_WORDS + r"(?:\s+|=))(?P<flag>[^\s\"'-][^\s\"']*)",
+    # mysql -phunter2 (attached: "-p x" asks for one), sshpass -p x
+    r"(?P<myp>\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;|&]*?\s-p(?=[^\s-])"
+    r"|\bsshpass\s+-p\s*)(?P<my>[^\s\"']+)",
     # password=x, "api_key": "x", TOKEN: x (the key ends with the word; "max_tokens" is no key)
     r"(?P<kvp>(?<![\w-])[\w.-]*" + _KEY_WORDS + r"[\"']?\s*[=:]\s*)"
     r"(?P<kv>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'}\])]+)",
@@ -87,7 +91,7 @@ _PATTERNS = [
     r"|eyJ[A-Za-z0-9_\-]{6,}(?:\.[A-Za-z0-9_\-]*){0,2}|AIza[0-9A-Za-z_\-]{4,})"
     rf"|(?<![{_B64}=_\-])(?P<cutr>[{_B64}]{{16,39}}))(?=…|\.\.\.|\Z)",
 ]
-_PEM, _PROVIDER, _AUTH, _URL, _FLAG, _KV, _HIGH, _AWS, _CUT = (
+_PEM, _PROVIDER, _AUTH, _URL, _FLAG, _MYSQL, _KV, _HIGH, _AWS, _CUT = (
     re.compile(_PATTERNS[0], re.DOTALL),
     re.compile(_PATTERNS[1]),
     re.compile(_PATTERNS[2], re.IGNORECASE),
@@ -95,8 +99,9 @@ _PEM, _PROVIDER, _AUTH, _URL, _FLAG, _KV, _HIGH, _AWS, _CUT = (
     re.compile(_PATTERNS[4], re.IGNORECASE),
     re.compile(_PATTERNS[5], re.IGNORECASE),
     re.compile(_PATTERNS[6], re.IGNORECASE),
-    re.compile(_PATTERNS[7]),
+    re.compile(_PATTERNS[7], re.IGNORECASE),
     re.compile(_PATTERNS[8]),
+    re.compile(_PATTERNS[9]),
 )
 # The characters ``re.IGNORECASE`` matches to an ASCII letter that ``str.lower`` does not
 # lower to that letter alone (dotted and dotless i, long s); the Kelvin sign lowers to k.
@@ -158,7 +163,7 @@ def _replace(match: re.Match[str]) -> str:
     hi = groups.get("hi")
     if hi is not None:
         return f"{groups['hip']}{REDACTED}" if looks_random(hi) else match.group(0)
-    for name in ("authp", "urlp", "flagp", "kvp"):
+    for name in ("authp", "urlp", "flagp", "myp", "kvp"):
         prefix = groups.get(name)
         if prefix is not None:
             value = groups[name[:-1]] or ""
@@ -219,6 +224,8 @@ def redact_text(text: str) -> str:
             text = _FLAG.sub(_replace, text)
         if "=" in text or ":" in text:
             text = _KV.sub(_replace, text)
+    if " -p" in text and ("mysql" in low or "mariadb" in low or "sshpass" in low):
+        text = _MYSQL.sub(_replace, text)
     long_run = len(text) >= 16 and _LONG_RUN.search(text) is not None
     if long_run:
         if any(w in low for w in _WEAK_LITERALS):
