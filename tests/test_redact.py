@@ -35,6 +35,7 @@ EXPECTED = [
         "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTU",
         "[REDACTED]",
     ),
+    ("github_pat_11ABCDEFG0_Pr0beP4tB0dyW1thNoG1tHubL3tters", "[REDACTED]"),
     # GitLab
     ("git clone glpat-Zz9yXw8VuT7sRq6PoN5m", "git clone [REDACTED]"),
     ("gldt-Zz9yXw8VuT7sRq6PoN5m", "[REDACTED]"),
@@ -103,6 +104,10 @@ EXPECTED = [
     ("key xoxb-1234567...", "key [REDACTED]..."),
     ("x" * 70 + " wJalrXUtnFEMI/K7MDENG/bPxRfiC", "x" * 70 + " [REDACTED]"),
     ("y" * 70 + " sk_live_4eC39Hq", "y" * 70 + " [REDACTED]"),
+    ("out pypi-AgEIcHlwaS5vcmcCJGFi…", "out [REDACTED]…"),
+    ("out npm_abcdefghijkl…", "out [REDACTED]…"),
+    ("out hf_abcdefghijkl…", "out [REDACTED]…"),
+    ("out whsec_1234567890ab…", "out [REDACTED]…"),
 ]
 
 # The raw secret each case holds; none may survive.
@@ -115,6 +120,7 @@ SECRETS = [
     "ghp_16C7e42F",
     "gho_16C7e42F",
     "github_pat_11ABC",
+    "Pr0beP4tB0dy",
     "glpat-Zz9y",
     "gldt-Zz9y",
     "xoxb-1234",
@@ -155,6 +161,10 @@ SECRETS = [
     "xoxb-1234567",
     "wJalrXUtnFEMI/K7MDENG/bPxRfiC",
     "sk_live_4eC39Hq",
+    "pypi-AgEIcHlwaS5vcmcCJGFi",
+    "npm_abcdefghijkl",
+    "hf_abcdefghijkl",
+    "whsec_1234567890ab",
 ]
 
 

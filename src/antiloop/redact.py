@@ -88,7 +88,8 @@ _PATTERNS = [
     r"(?:\b(?P<cutp>(?:AKIA|ASIA)[0-9A-Z]{4,15}|gh[pousr]_[A-Za-z0-9]{4,}|github_pat_\w{4,}"
     r"|sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{6,}|xox[abeoprs]-[A-Za-z0-9\-]{4,}|xapp-[0-9A-Za-z\-]{4,}"
     r"|gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{4,}|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{2,}"
-    r"|eyJ[A-Za-z0-9_\-]{6,}(?:\.[A-Za-z0-9_\-]*){0,2}|AIza[0-9A-Za-z_\-]{4,})"
+    r"|eyJ[A-Za-z0-9_\-]{6,}(?:\.[A-Za-z0-9_\-]*){0,2}|AIza[0-9A-Za-z_\-]{4,}"
+    r"|whsec_[0-9A-Za-z]{4,}|npm_[A-Za-z0-9]{4,}|pypi-AgE[A-Za-z0-9_\-]{4,}|hf_[A-Za-z0-9]{6,})"
     rf"|(?<![{_B64}=_\-])(?P<cutr>[{_B64}]{{16,39}}))(?=…|\.\.\.|\Z)",
 ]
 _PEM, _PROVIDER, _AUTH, _URL, _FLAG, _MYSQL, _KV, _HIGH, _AWS, _CUT = (
@@ -202,7 +203,12 @@ def redact_text(text: str) -> str:
         or (
             "_" in text
             and (
-                "gh" in text or "k_" in text or "whsec_" in text or "npm_" in text or "hf_" in text
+                "gh" in text
+                or "github_pat_" in text
+                or "k_" in text
+                or "whsec_" in text
+                or "npm_" in text
+                or "hf_" in text
             )
         )
         or "eyJ" in text

@@ -343,6 +343,8 @@ class Approvals:
             raise KeyError(id)
         if current.status is not ApprovalStatus.PENDING:
             return current
+        if answer.comment:  # a person's words are stored, shown and sent on: redacted too
+            answer = replace(answer, comment=redact_text(answer.comment))
         needed = int(current.extra.get("required", 1)) if current.extra else 1
         if answer.status in _YES and needed > 1:
             votes = self.votes(id)
@@ -516,8 +518,8 @@ class Approvals:
         self.ledger.request_stop(session, by)
 
     def feedback(self, session: str, text: str) -> None:
-        """Queue text for the agent's next step (it arrives as the verdict's hint)."""
-        self.ledger.push_feedback(session, text)
+        """Queue text for the agent's next step (it arrives as the verdict's hint), redacted."""
+        self.ledger.push_feedback(session, redact_text(text))
 
 
 def identity(by: str) -> str:

@@ -467,8 +467,9 @@ def create_app(service: Service) -> Starlette:
         text = body.get("text") if isinstance(body, dict) else None
         if not isinstance(text, str) or not text.strip():
             return _error(400, "expected {'text': '...'}")
-        service.ledger.push_feedback(sid, text.strip())
-        service.hub.publish("feedback", {"session": sid, "text": text.strip()})
+        said = redact_text(text.strip())  # stored, then sent to the agent and the dashboards
+        service.ledger.push_feedback(sid, said)
+        service.hub.publish("feedback", {"session": sid, "text": said})
         return JSONResponse({"session": sid, "queued": True})
 
     async def approvals(request: Request) -> Response:

@@ -46,6 +46,7 @@ from antiloop.errors import StoreError
 from antiloop.history import MessageRecord, SessionState, StepRecord, StreamState
 from antiloop.readings import Readings, SameResult
 from antiloop.redact import redact_text
+from antiloop.semantic import mask_digits
 from antiloop.verdict import Action, Verdict
 
 __all__ = ["VERSION", "StateCache", "decode_state", "encode_state"]
@@ -178,17 +179,20 @@ def _step_in(data: tuple[Any, ...] | bytes) -> StepRecord:
     return StepRecord(d[0], d[1], d[2], d[3], d[4], _readings_in(d[5]), same)
 
 
+def _message_out(m: MessageRecord) -> tuple[Any, ...]:
+    text = redact_text(m.text)
+    # Masking digits first can hide a secret's shape (AKIA...16 -> AKIA0...), so a text that
+    # held one is masked again from its redacted form, as the guard masks it.
+    masked = redact_text(m.masked) if text == m.text else mask_digits(text)
+    return (m.index, text, masked, m.blank, _vec_out(m.vector))
+
+
 def _stream_out(s: StreamState) -> tuple[Any, ...]:
     return (
         len(s.window),
         _window_out(s),
         len(s.messages),
-        tuple(
-            [
-                (m.index, redact_text(m.text), redact_text(m.masked), m.blank, _vec_out(m.vector))
-                for m in s.messages
-            ]
-        ),
+        tuple([_message_out(m) for m in s.messages]),
         s.run,
         s.fail_tool,
         s.fails,
