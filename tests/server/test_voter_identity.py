@@ -94,7 +94,6 @@ def test_signed_webhook_users_are_voters_counted_once(quorum: Server):
         return decided  # type: ignore[no-any-return]
 
     assert answer("carol")["status"] == "pending"
-    time.sleep(1.1)  # a new timestamp, so the second answer is no replay of the first
     assert answer("Carol")["status"] == "pending"
     done = answer("dave")
     assert (done["status"], done["decided_by"]) == ("approved", "carol, dave")
