@@ -14,7 +14,6 @@ import pytest
 from tests.server.conftest import SECRET, Server, start_server, stop_server
 
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER, answer_body, sign
-from antiloop.server.app import parse_tokens
 
 pytestmark = pytest.mark.slow
 
@@ -107,6 +106,8 @@ def test_a_wrong_token_is_refused(quorum: Server):
 
 def test_named_tokens_parse_and_refuse_bad_items():
     """ANTILOOP_TOKENS is name=token,...; a bad item names its place, not the token."""
+    from antiloop.server.app import parse_tokens
+
     assert parse_tokens(" alice=a-1234567 ,bob=b-1234567,") == {
         "alice": "a-1234567",
         "bob": "b-1234567",
@@ -119,6 +120,7 @@ def test_named_tokens_parse_and_refuse_bad_items():
 def test_the_service_refuses_a_short_named_token(tmp_path: Path):
     """A named token under 8 characters is refused when the service is made."""
     from antiloop.server import Service
+    from antiloop.server.app import parse_tokens
 
     with pytest.raises(ValueError, match="at least 8"):
         Service(f"sqlite:///{tmp_path}/x.db", "main-token-123", tokens={"eve": "short"})
