@@ -125,3 +125,32 @@ def test_the_service_refuses_a_short_named_token(tmp_path: Path):
     with pytest.raises(ValueError, match="at least 8"):
         Service(f"sqlite:///{tmp_path}/x.db", "main-token-123", tokens={"eve": "short"})
     assert json.dumps(parse_tokens("")) == "{}"
+
+
+def test_a_check_of_a_stopped_call_answers_redacted(tmp_path: Path):
+    """/v1/check of a call already stopped as a loop: the reason holds no secret of the call."""
+    from starlette.testclient import TestClient
+
+    from antiloop import GuardConfig
+    from antiloop.server import Service, create_app
+
+    service = Service(
+        f"sqlite:///{tmp_path}/c.db",
+        "main-token-123",
+        config=GuardConfig(embedder="ngram", repeat_action="block"),
+    )
+    call = {"command": "mysql -pHunter2x -e 'select 1'"}
+    headers = {"Authorization": "Bearer main-token-123"}
+    with TestClient(create_app(service)) as client:
+        step = {"tool": "Bash", "args": call, "output": "same", "session": "c"}
+        for action in ("continue", "stop"):  # block is "stop" on the wire
+            judged = client.post("/v1/steps", json=step, headers=headers).json()
+            assert judged["action"] == action
+        body = {"tool": "Bash", "args": call, "session": "c"}
+        answer = client.post("/v1/check", json=body, headers=headers).json()
+    assert answer["action"] == "stop"
+    assert (
+        answer["reason"]
+        == "bash \"mysql -p[REDACTED] -e 'select 1'\" was stopped as a loop; it is not run again."
+    )
+    assert answer["args"] == call

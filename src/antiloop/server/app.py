@@ -394,14 +394,15 @@ def create_app(service: Service) -> Starlette:
             cwd=body.get("cwd"),
         )
         verdict = gate.verdict
-        return JSONResponse(
+        answer = redact_value(
             {
                 **verdict.to_wire(0),
                 "hint": verdict.hint,
-                "args": dict(gate.args),
                 "approval": gate.request.to_dict() if gate.request else None,
             }
         )
+        answer["args"] = dict(gate.args)  # the caller's own call (or the person's edit), to run
+        return JSONResponse(answer)
 
     async def sessions(request: Request) -> Response:
         summaries = getattr(service.store, "session_summaries", None)
