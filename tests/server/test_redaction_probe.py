@@ -19,6 +19,7 @@ from __future__ import annotations
 import http.client
 import json
 import queue
+import socket
 import subprocess
 import sys
 import threading
@@ -136,7 +137,7 @@ class Events:
                 with self.changed:
                     self.text += chunk
                     self.changed.notify_all()
-        except (OSError, ValueError, AttributeError):  # closed by close()
+        except (OSError, ValueError, AttributeError, http.client.HTTPException):  # hung up
             pass
 
     def wait_for(self, marker: bytes, limit: float = 30.0) -> bytes:
@@ -147,8 +148,12 @@ class Events:
             return self.text
 
     def close(self) -> None:
-        """Stop reading."""
+        """Stop reading, and hang up (so the service need not wait for this stream to end)."""
+        sock = self.conn.sock
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
         self.conn.close()
+        self.thread.join(timeout=30)
 
 
 def _steps(kind: str, probe: str) -> list[dict[str, object]]:
