@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from typing import IO
 
 from antiloop.errors import ConfigError
+from antiloop.printable import printable, printable_json
+from antiloop.redact import redact_value
 from antiloop.stores import AuditLog, default_store_url, open_store
 from antiloop.stores.auditlog import AuditRecord
 
@@ -138,7 +140,7 @@ def _write(
     for r in records:
         last = r.seq
         if jsonl:
-            out.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+            out.write(_export(r) + "\n")
         else:
             rows.append(_row(r, session is None))
     if rows:
@@ -194,13 +196,22 @@ def _when(at: float, date: bool) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
 
 
+def _export(r: AuditRecord) -> str:
+    """One record as a JSON line, redacted again and with no raw control character.
+
+    Redacting again catches what records of an older version kept (newer patterns).
+    """
+    return printable_json(json.dumps(redact_value(r.to_dict()), ensure_ascii=False))
+
+
 def _table(rows: Sequence[tuple[str, ...]], out: IO[str], cut: tuple[int, ...]) -> None:
+    shown = [tuple(printable(c) for c in row) for row in rows]  # agent text cannot move the cursor
     cells = [
         tuple(
             c if not limit or len(c) <= limit else c[: limit - 1] + "…"
             for c, limit in zip(row, cut, strict=False)
         )
-        for row in rows
+        for row in shown
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
     for row in cells:

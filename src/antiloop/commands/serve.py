@@ -74,9 +74,16 @@ def run(ns: argparse.Namespace) -> int:
         if not secret:
             raise ConfigError("--webhook needs ANTILOOP_WEBHOOK_SECRET to sign with")
         channels.append(WebhookChannel(ns.webhook, secret, ns.webhook_template, answer_url=url))
+    from antiloop.server.app import parse_tokens
+
+    try:
+        tokens = parse_tokens(os.environ.get("ANTILOOP_TOKENS", ""))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     service = Service(
         ns.store or default_store(),
         token,
+        tokens=tokens,
         config=config,  # type: ignore[arg-type]
         policy=policy,  # type: ignore[arg-type]
         channels=channels,  # type: ignore[arg-type]

@@ -47,6 +47,7 @@ from antiloop.config import GuardConfig
 from antiloop.errors import BadStep, ChannelError
 from antiloop.events import Step, step_from_dict
 from antiloop.guard import Guard
+from antiloop.redact import redact_text, redact_value
 from antiloop.server.openapi import schema
 from antiloop.stores import Store
 from antiloop.verdict import Action, Verdict, invalid_wire
@@ -54,6 +55,8 @@ from antiloop.verdict import Action, Verdict, invalid_wire
 log = logging.getLogger("antiloop")
 
 MAX_BATCH = 1000
+DEFAULT_IDENTITY = "dashboard"
+"""The identity of the service token's holder."""
 RECENT = 50
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -85,7 +88,8 @@ class EventHub:
         """Send an event to every subscriber; safe from any thread."""
         if not self._queues:
             return
-        text = f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+        clean = redact_value(data)  # every live event, approvals included, leaves redacted
+        text = f"event: {kind}\ndata: {json.dumps(clean, ensure_ascii=False)}\n\n"
         if self._loop is not None and threading.get_ident() != self._thread:
             self._loop.call_soon_threadsafe(self._put, text)
         else:
@@ -102,7 +106,10 @@ class Service:
 
     Args:
         store: the store (or its URL) every replica shares.
-        token: the bearer token every API call must carry.
+        token: the bearer token every API call must carry (its holder's identity, the voter
+            in k-of-n approvals, is ``dashboard``).
+        tokens: more tokens, by the identity of their holder (``{"alice": "t0k3n"}``): each
+            holder answers approvals as that identity, and counts once in k-of-n.
         config: the guard's settings.
         policy: the approval policy for ``/v1/check``.
         channels: channels to deliver approval requests on (the dashboard always lists them).
@@ -120,11 +127,15 @@ class Service:
         channels: list[Channel] | None = None,
         webhook_secret: str | None = None,
         clock: Callable[[], float] = time.time,
+        tokens: Mapping[str, str] | None = None,
     ) -> None:
         if not token:
             raise ValueError("the service needs a token")
         self.token = token
         self._token = f"Bearer {token}".encode()
+        self._identities = [(f"Bearer {t}".encode(), name) for name, t in (tokens or {}).items()]
+        if any(not name.strip() or len(t) < 8 for name, t in (tokens or {}).items()):
+            raise ValueError("each named token needs a name and at least 8 characters")
         self.guard = Guard(config=config or GuardConfig(embedder="ngram"), store=store)
         self.store = self.guard.store
         self.approvals = Approvals(self.store, policy, channels or [], clock=clock, wait=False)
@@ -167,9 +178,17 @@ class Service:
         return render(event, handler.handle(event)) or {}
 
     def authorized(self, request: Request) -> bool:
-        """True when the request carries the token."""
+        """True when the request carries a token of the service."""
+        return self.identity(request) is not None
+
+    def identity(self, request: Request) -> str | None:
+        """Who the request's token belongs to (``dashboard`` for the service token), or None."""
         given = request.headers.get("authorization", "").encode()
-        return hmac.compare_digest(given, self._token)
+        found = DEFAULT_IDENTITY if hmac.compare_digest(given, self._token) else None
+        for expected, name in self._identities:  # every one compared: no timing tells which
+            if hmac.compare_digest(given, expected) and found is None:
+                found = name
+        return found
 
     def _approval_event(self, event: str, request: ApprovalRequest) -> None:
         self.hub.publish("approval", {"event": event, "request": request.to_dict()})
@@ -206,14 +225,15 @@ class Service:
         wire["hint"] = verdict.hint
         wire["session"] = sid
         wire["escalate_to"] = verdict.escalate_to
+        wire = redact_value(wire)
         self._remember(step, wire)
-        return wire
+        return wire  # type: ignore[no-any-return]
 
     def _remember(self, step: Step, wire: dict[str, Any]) -> None:
         event = {
             **wire,
-            "agent": step.agent,
-            "tool": step.tool,
+            "agent": redact_text(step.agent),
+            "tool": redact_text(step.tool),
             "at": self.clock(),
         }
         self.recent[step.session].append(event)
@@ -254,6 +274,29 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _redacted(body: Any) -> JSONResponse:
+    """A JSON response with every string passed through the redactor."""
+    return JSONResponse(redact_value(body))
+
+
+def parse_tokens(text: str) -> dict[str, str]:
+    """Named tokens from ``name=token,name=token`` (``ANTILOOP_TOKENS``).
+
+    Example:
+        >>> parse_tokens("alice=t0k3n-alice, bob=t0k3n-bob")
+        {'alice': 't0k3n-alice', 'bob': 't0k3n-bob'}
+    """
+    tokens: dict[str, str] = {}
+    for number, item in enumerate(text.split(","), 1):
+        if not item.strip():
+            continue
+        name, sep, token = item.partition("=")
+        if not sep or not name.strip() or not token.strip():
+            raise ValueError(f"ANTILOOP_TOKENS: item {number} is not name=token")
+        tokens[name.strip()] = token.strip()
+    return tokens
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
@@ -275,7 +318,9 @@ def create_app(service: Service) -> Starlette:
 
     def api(handler: Handler, *, auth: bool = True) -> Handler:
         async def wrapped(request: Request) -> Response:
-            if auth and not service.authorized(request):
+            if auth:
+                request.state.identity = service.identity(request)
+            if auth and request.state.identity is None:
                 return JSONResponse(
                     {"error": "missing or wrong token"},
                     status_code=401,
@@ -349,14 +394,15 @@ def create_app(service: Service) -> Starlette:
             cwd=body.get("cwd"),
         )
         verdict = gate.verdict
-        return JSONResponse(
+        answer = redact_value(
             {
                 **verdict.to_wire(0),
                 "hint": verdict.hint,
-                "args": dict(gate.args),
                 "approval": gate.request.to_dict() if gate.request else None,
             }
         )
+        answer["args"] = dict(gate.args)  # the caller's own call (or the person's edit), to run
+        return JSONResponse(answer)
 
     async def sessions(request: Request) -> Response:
         summaries = getattr(service.store, "session_summaries", None)
@@ -374,6 +420,7 @@ def create_app(service: Service) -> Starlette:
                         "ended": _jsonable(ended) if ended is not None else None,
                     }
                 )
+        rows = redact_value(rows)
         for row in rows:
             if isinstance(row, dict):
                 sid = str(row.get("session") or row.get("id") or "")
@@ -395,7 +442,7 @@ def create_app(service: Service) -> Starlette:
         if state is None and not service.recent.get(sid) and not records:
             return _error(404, f"no session {sid!r}")
         ended = getattr(state, "ended", None)
-        return JSONResponse(
+        return _redacted(
             {
                 "session": sid,
                 "steps": getattr(state, "steps", 0),
@@ -421,8 +468,9 @@ def create_app(service: Service) -> Starlette:
         text = body.get("text") if isinstance(body, dict) else None
         if not isinstance(text, str) or not text.strip():
             return _error(400, "expected {'text': '...'}")
-        service.ledger.push_feedback(sid, text.strip())
-        service.hub.publish("feedback", {"session": sid, "text": text.strip()})
+        said = redact_text(text.strip())  # stored, then sent to the agent and the dashboards
+        service.ledger.push_feedback(sid, said)
+        service.hub.publish("feedback", {"session": sid, "text": said})
         return JSONResponse({"session": sid, "queued": True})
 
     async def approvals(request: Request) -> Response:
@@ -441,13 +489,13 @@ def create_app(service: Service) -> Starlette:
                 if status is not None and r.status != status:
                     continue
             rows.append({**r.to_dict(), "votes": sorted(service.approvals.votes(r.id))})
-        return JSONResponse({"approvals": rows})
+        return _redacted({"approvals": rows})
 
     async def approval(request: Request) -> Response:
         found = service.ledger.get_approval(request.path_params["id"])
         if found is None:
             return _error(404, "no such approval request")
-        return JSONResponse(
+        return _redacted(
             {
                 **found.to_dict(),
                 "verdict": {**verdict_of(found).to_wire(0), "hint": verdict_of(found).hint},
@@ -456,14 +504,14 @@ def create_app(service: Service) -> Starlette:
 
     async def decide(request: Request) -> Response:
         body = await _json(request)
-        return _decide(request.path_params["id"], body, default_by="dashboard")
+        # The voter is who the token belongs to; a "by" in the body is not believed.
+        return _decide(request.path_params["id"], body, by=request.state.identity)
 
-    def _decide(id: str, body: Any, default_by: str) -> Response:
+    def _decide(id: str, body: Any, by: str) -> Response:
         if not isinstance(body, dict):
             return _error(400, "expected {'decision': 'approve'|'deny', 'comment': ...}")
         decision = body.get("decision")
         comment = body.get("comment") or None
-        by = str(body.get("by") or default_by)
         if comment is not None and not isinstance(comment, str):
             return _error(400, "'comment' must be a string")
         if decision == "approve":
@@ -478,7 +526,7 @@ def create_app(service: Service) -> Starlette:
             decided = service.approvals.answer(id, answer)
         except KeyError:
             return _error(404, "no such approval request")
-        return JSONResponse({**decided.to_dict(), "votes": sorted(service.approvals.votes(id))})
+        return _redacted({**decided.to_dict(), "votes": sorted(service.approvals.votes(id))})
 
     async def signed_answer(request: Request) -> Response:
         if service.verifier is None:
@@ -498,7 +546,9 @@ def create_app(service: Service) -> Starlette:
         id = request.path_params["id"]
         if not isinstance(data, dict) or data.get("id") != id:
             return _error(400, "the answer names another request")
-        return _decide(id, data, default_by="webhook")
+        # The relay signed the body: its "by" is the user the relay authenticated.
+        user = data.get("by")
+        return _decide(id, data, by=user if isinstance(user, str) and user.strip() else "webhook")
 
     async def events(request: Request) -> Response:
         queue = service.hub.subscribe()
