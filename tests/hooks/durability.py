@@ -1,0 +1,209 @@
+"""A fleet of agents on one SQLite store: hook processes through the daemon and in-process.
+
+``run_fleet`` starts ``daemon_agents + local_agents`` agents, each a thread that runs its
+PostToolUse events one after another as fresh ``antiloop hook claude-code`` processes, as
+Claude Code does: the daemon agents with the hook daemon on (the first event starts it), the
+local ones with ``ANTILOOP_HOOKD=0``. Every event reads a file of its own, so every verdict is
+``continue`` and the hook prints nothing: an event is *acknowledged* when its process exits 0
+with empty stdout and stderr (anything else says the step was not checked). A killer thread
+may SIGKILL the daemon every ``kill_every`` seconds; the next hook then answers itself and
+starts a new one.
+
+Afterwards the audit log must hold a ``step`` record of every acknowledged event, and SQLite's
+``PRAGMA integrity_check`` must say ``ok``. Used by ``tests/hooks/test_durability.py`` and by
+``python -m bench durability``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from antiloop._hook_client import socket_path
+
+ANTILOOP = Path(sys.executable).with_name("antiloop")
+HOOK_TIMEOUT = 60.0
+
+
+@dataclass
+class FleetResult:
+    """What a fleet run found."""
+
+    agents: int
+    sent: int = 0
+    acknowledged: int = 0
+    kills: int = 0
+    lost: list[str] = field(default_factory=list)  # acknowledged, yet no step record
+    integrity: list[str] = field(default_factory=list)  # PRAGMA integrity_check's lines
+    unacknowledged: Counter[str] = field(default_factory=Counter)  # first line of each answer
+    seconds: float = 0.0
+
+
+def fleet_env(tmp: Path, fail: str) -> dict[str, str]:
+    """The environment of every agent: a store and a socket directory under ``tmp``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTILOOP_", "CLAUDE_"))}
+    env.update(
+        {
+            "ANTILOOP_STORE": f"sqlite:///{tmp / 'store' / 'antiloop.db'}",
+            "ANTILOOP_HOOKD_DIR": str(tmp / "run"),
+            "ANTILOOP_FAIL": fail,
+            "ANTILOOP_HOOK_DEADLINE": "20",
+        }
+    )
+    return env
+
+
+def _event(agent: int, step: int, cwd: str) -> tuple[str, bytes]:
+    path = f"{cwd}/agent{agent}/file{step}.py"
+    payload = {
+        "session_id": f"fleet-{agent}",
+        "transcript_path": None,
+        "cwd": cwd,
+        "permission_mode": "default",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": path},
+        "tool_response": {"type": "text", "file": {"filePath": path, "content": f"{step}\n"}},
+        "tool_use_id": f"toolu-{agent}-{step}",
+    }
+    return path, json.dumps(payload).encode()
+
+
+def daemon_pids(socket: str) -> list[int]:
+    """The hook daemons answering on ``socket`` (found by their command line)."""
+    found = []
+    wanted = ["-m", "antiloop.hooks.daemon", "--socket", socket]
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            argv = Path("/proc", name, "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = [os.fsdecode(a) for a in argv]
+        if any(text[i : i + 4] == wanted for i in range(len(text))):
+            found.append(int(name))
+    return found
+
+
+def _kill_all(socket: str) -> int:
+    killed = 0
+    for pid in daemon_pids(socket):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def run_fleet(
+    tmp: Path,
+    *,
+    daemon_agents: int = 12,
+    local_agents: int = 4,
+    steps: int = 20,
+    local_steps: int | None = None,
+    kill_every: float | None = None,
+    fail: str = "open",
+) -> FleetResult:
+    """Run the fleet in ``tmp``; see the module's docstring."""
+    env = fleet_env(tmp, fail)
+    cwd = str(tmp / "work")
+    os.makedirs(cwd, exist_ok=True)
+    socket = socket_path(env)
+    result = FleetResult(agents=daemon_agents + local_agents)
+    acknowledged: dict[str, str] = {}  # path -> session
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def agent(number: int, through_daemon: bool, count: int) -> None:
+        agent_env = {**env, "ANTILOOP_HOOKD": "1" if through_daemon else "0"}
+        for step in range(count):
+            path, data = _event(number, step, cwd)
+            proc = subprocess.run(
+                [str(ANTILOOP), "hook", "claude-code"],
+                input=data,
+                capture_output=True,
+                env=agent_env,
+                cwd=cwd,
+                timeout=HOOK_TIMEOUT,
+                check=False,
+            )
+            answer = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+            with lock:
+                result.sent += 1
+                if proc.returncode == 0 and not answer:
+                    acknowledged[path] = f"fleet-{number}"
+                else:
+                    first = answer.splitlines()[0] if answer else f"exit {proc.returncode}"
+                    result.unacknowledged[first[:160]] += 1
+
+    def killer(every: float) -> None:
+        while not done.wait(every):
+            result.kills += _kill_all(socket)
+
+    started = time.monotonic()
+    workers = [
+        threading.Thread(target=agent, args=(n, True, steps)) for n in range(daemon_agents)
+    ] + [
+        threading.Thread(target=agent, args=(daemon_agents + n, False, local_steps or steps))
+        for n in range(local_agents)
+    ]
+    kill_thread = None
+    if kill_every is not None:
+        kill_thread = threading.Thread(target=killer, args=(kill_every,))
+        kill_thread.start()
+    try:
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+    finally:
+        done.set()
+        if kill_thread is not None:
+            kill_thread.join()
+        stop_daemons(socket)
+    result.seconds = time.monotonic() - started
+    result.acknowledged = len(acknowledged)
+    db = tmp / "store" / "antiloop.db"
+    recorded = _recorded_steps(db)
+    result.lost = sorted(p for p, s in acknowledged.items() if (s, p) not in recorded)
+    result.integrity = integrity(db)
+    return result
+
+
+def stop_daemons(socket: str) -> None:
+    """Remove the socket (a daemon then exits within a second); kill what is still there."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(socket)
+    deadline = time.monotonic() + 10
+    while daemon_pids(socket) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    _kill_all(socket)
+
+
+def _recorded_steps(db: Path) -> set[tuple[str, str]]:
+    """(session, file path) of every ``step`` record in the audit log."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute("SELECT body FROM audit WHERE kind = 'step'").fetchall()
+    found = set()
+    for (body,) in rows:
+        record = json.loads(body)
+        args = json.loads(record.get("args") or "{}")
+        found.add((record["session"], args.get("file_path", "")))
+    return found
+
+
+def integrity(db: Path) -> list[str]:
+    """The lines of ``PRAGMA integrity_check`` (``["ok"]`` for a sound file)."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        return [row[0] for row in conn.execute("PRAGMA integrity_check").fetchall()]
