@@ -83,16 +83,16 @@ def daemon_pids(socket: str) -> list[int]:
     """The hook daemons answering on ``socket`` (found by their command line)."""
     found = []
     wanted = ["-m", "antiloop.hooks.daemon", "--socket", socket]
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
             continue
         try:
-            argv = Path("/proc", name, "cmdline").read_bytes().split(b"\0")
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
         text = [os.fsdecode(a) for a in argv]
         if any(text[i : i + 4] == wanted for i in range(len(text))):
-            found.append(int(name))
+            found.append(int(entry.name))
     return found
 
 
@@ -117,8 +117,8 @@ def run_fleet(
 ) -> FleetResult:
     """Run the fleet in ``tmp``; see the module's docstring."""
     env = fleet_env(tmp, fail)
+    (tmp / "work").mkdir(parents=True, exist_ok=True)
     cwd = str(tmp / "work")
-    os.makedirs(cwd, exist_ok=True)
     socket = socket_path(env)
     result = FleetResult(agents=daemon_agents + local_agents)
     acknowledged: dict[str, str] = {}  # path -> session
@@ -183,8 +183,7 @@ def run_fleet(
 
 def stop_daemons(socket: str) -> None:
     """Remove the socket (a daemon then exits within a second); kill what is still there."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(socket)
+    Path(socket).unlink(missing_ok=True)
     deadline = time.monotonic() + 10
     while daemon_pids(socket) and time.monotonic() < deadline:
         time.sleep(0.1)
