@@ -101,9 +101,7 @@ def test_verify_catches_an_edited_index_column(url: str, capsys: Any) -> None:
     assert "record 1 was edited" in capsys.readouterr().out
 
 
-def test_verify_runs_sqlites_integrity_check_and_names_what_it_found(
-    url: str, capsys: Any
-) -> None:
+def test_verify_runs_sqlites_integrity_check_and_names_what_it_found(url: str, capsys: Any) -> None:
     """A damaged index (the chain itself intact) fails verify, with SQLite's own words."""
     assert main(["log", "verify", "--store", url]) == 0
     assert "SQLite integrity_check ok" in capsys.readouterr().out
