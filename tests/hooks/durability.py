@@ -6,8 +6,8 @@ Claude Code does: the daemon agents with the hook daemon on (the first event sta
 local ones with ``ANTILOOP_HOOKD=0``. Every event reads a file of its own, so every verdict is
 ``continue`` and the hook prints nothing: an event is *acknowledged* when its process exits 0
 with empty stdout and stderr (anything else says the step was not checked). A killer thread
-may SIGKILL the daemon every ``kill_every`` seconds; the next hook then answers itself and
-starts a new one.
+may SIGKILL the daemon every ``kill_every`` seconds (at most ``max_kills`` times); the next
+hook then answers itself and starts a new one.
 
 Afterwards the audit log must hold a ``step`` record of every acknowledged event, and SQLite's
 ``PRAGMA integrity_check`` must say ``ok``. Used by ``tests/hooks/test_durability.py`` and by
@@ -58,8 +58,11 @@ def fleet_env(tmp: Path, fail: str) -> dict[str, str]:
             "ANTILOOP_HOOKD_DIR": str(tmp / "run"),
             "ANTILOOP_FAIL": fail,
             "ANTILOOP_HOOK_DEADLINE": "20",
+            # Bytecode cached, as in an installation (and not in the source tree).
+            "PYTHONPYCACHEPREFIX": str(tmp / "pycache"),
         }
     )
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
@@ -113,6 +116,7 @@ def run_fleet(
     steps: int = 20,
     local_steps: int | None = None,
     kill_every: float | None = None,
+    max_kills: int | None = None,
     fail: str = "open",
 ) -> FleetResult:
     """Run the fleet in ``tmp``; see the module's docstring."""
@@ -148,7 +152,7 @@ def run_fleet(
                     result.unacknowledged[first[:160]] += 1
 
     def killer(every: float) -> None:
-        while not done.wait(every):
+        while not done.wait(every) and (max_kills is None or result.kills < max_kills):
             result.kills += _kill_all(socket)
 
     started = time.monotonic()

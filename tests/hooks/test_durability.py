@@ -18,6 +18,7 @@ from tests.hooks.durability import run_fleet
 AGENTS = {"daemon_agents": 12, "local_agents": 4, "steps": 12}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fail", ["open", "closed"])
 def test_no_acknowledged_step_is_lost_without_kills(tmp_path: Path, fail: str) -> None:
     """No kills: every event is acknowledged, every one is in the log, the file is sound."""
@@ -29,11 +30,12 @@ def test_no_acknowledged_step_is_lost_without_kills(tmp_path: Path, fail: str) -
     assert result.acknowledged == result.sent
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fail", ["open", "closed"])
 def test_no_acknowledged_step_is_lost_when_the_daemon_is_killed(tmp_path: Path, fail: str) -> None:
     """SIGKILLs of the daemon mid-load: an event it held is not acknowledged, none is lost."""
-    result = run_fleet(tmp_path, **AGENTS, kill_every=1.5, fail=fail)
-    assert result.kills >= 2
+    result = run_fleet(tmp_path, **AGENTS, kill_every=2.0, max_kills=4, fail=fail)
+    assert result.kills >= 2  # the daemon was running, and was killed, at least twice
     assert result.acknowledged >= result.sent // 2, result.unacknowledged
     assert result.lost == [], f"{len(result.lost)} of {result.acknowledged} lost"
     assert result.integrity == ["ok"]
