@@ -88,6 +88,19 @@ def test_garbage_file_is_refused_and_untouched(tmp_path: Path) -> None:
     assert _digest(path) == before
 
 
+@pytest.mark.parametrize("content", [b"x", b"notes", b"SQLite format 3\x00"])
+def test_a_file_too_small_to_be_a_database_is_refused_and_untouched(
+    tmp_path: Path, content: bytes
+) -> None:
+    """A few bytes (SQLite would take one byte for an empty database) are not a store."""
+    path = tmp_path / "antiloop.db"
+    path.write_bytes(content)
+    with pytest.raises(StoreError, match="is not an SQLite database"):
+        SQLiteStore(path).sessions()
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["antiloop.db"]
+
+
 def test_damaged_sqlite_file_is_refused_and_untouched(tmp_path: Path) -> None:
     """An SQLite header over garbage pages is a StoreError and keeps its bytes."""
     path = tmp_path / "antiloop.db"

@@ -84,6 +84,8 @@ _GET_HEAD = "SELECT value FROM meta WHERE key = 'audit_head'"
 _SET_HEAD = "UPDATE meta SET value = ? WHERE key = 'audit_head'"
 _NEW_HEAD = "INSERT INTO meta (key, value) VALUES ('audit_head', ?)"
 _DATA_VERSION = "PRAGMA data_version"
+_SMALLEST_DATABASE = 512
+"""Bytes of the smallest SQLite database file (one page); an empty file is a new database."""
 _TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_PROTOCOL")
 """Lock errors worth another try (``sqlite3.Error.sqlite_errorname`` prefixes)."""
 _PUT_AUDIT = "INSERT INTO audit (seq, session, kind, at, body, hash) VALUES (?, ?, ?, ?, ?, ?)"
@@ -303,7 +305,18 @@ class SQLiteStore(SQLAuditReading):
                 f"cannot create the directory {path.parent} for the store: {exc.strerror or exc}"
             ) from exc
         # The file is not opened here to look at it: SQLite reads its header (see _sqlite_link).
-        new = not path.exists()
+        try:
+            size: int | None = path.stat().st_size
+        except FileNotFoundError:
+            size = None
+        except OSError as exc:
+            raise StoreError(f"cannot read the store {path}: {exc.strerror or exc}") from exc
+        if size is not None and 0 < size < _SMALLEST_DATABASE:  # SQLite would take it for empty
+            raise StoreError(
+                f"{path} is not an SQLite database ({size} bytes); antiloop leaves it as it is: "
+                "move it away, or point ANTILOOP_STORE elsewhere"
+            )
+        new = size is None
         try:
             db = sqlite3.connect(
                 path,
