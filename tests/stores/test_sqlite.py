@@ -299,6 +299,23 @@ def test_stores_of_one_process_share_one_connection_per_file(tmp_path: Path) -> 
     full.close()
 
 
+def test_a_transaction_inside_another_on_the_same_file_is_refused_not_rolled_back(
+    tmp_path: Path,
+) -> None:
+    """Two stores share a connection: the inner transaction fails, the outer one commits."""
+    path = tmp_path / "antiloop.db"
+    outer, inner = SQLiteStore(path), SQLiteStore(path, timeout=0.1)
+    with outer.transaction("a") as state:
+        state.steps += 1
+        with pytest.raises(StoreError, match="already has a transaction open"):  # noqa: SIM117
+            with inner.transaction("b"):
+                pass
+    assert outer.peek("a").steps == 1  # type: ignore[union-attr]
+    assert inner.peek("b") is None
+    outer.close()
+    inner.close()
+
+
 def test_threads_sharing_a_store_file_lose_no_step(tmp_path: Path) -> None:
     """16 threads, a store each, on one file: every step counted, the chain intact."""
     from concurrent.futures import ThreadPoolExecutor

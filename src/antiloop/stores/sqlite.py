@@ -104,6 +104,11 @@ class _Transaction:
         store = self._store
         link = store._hold()
         try:
+            if link.in_tx:  # this thread's, through another store: do not roll it back
+                raise StoreError(
+                    f"could not lock the database in {store.path}: this thread already has a "
+                    "transaction open on it"
+                )
             try:
                 db = store._begin(link)
             except sqlite3.Error as exc:
