@@ -43,6 +43,7 @@ class FleetResult:
     sent: int = 0
     acknowledged: int = 0
     kills: int = 0
+    daemon_seen: int = 0  # samples (4 a second) that found a daemon running
     lost: list[str] = field(default_factory=list)  # acknowledged, yet no step record
     integrity: list[str] = field(default_factory=list)  # PRAGMA integrity_check's lines
     unacknowledged: Counter[str] = field(default_factory=Counter)  # first line of each answer
@@ -124,6 +125,8 @@ def run_fleet(
     (tmp / "work").mkdir(parents=True, exist_ok=True)
     cwd = str(tmp / "work")
     socket = socket_path(env)
+    if len(os.fsencode(socket)) > 100:  # the hook would never use the daemon
+        raise ValueError(f"the daemon's socket path is too long: {socket}")
     result = FleetResult(agents=daemon_agents + local_agents)
     acknowledged: dict[str, str] = {}  # path -> session
     lock = threading.Lock()
@@ -155,6 +158,10 @@ def run_fleet(
         while not done.wait(every) and (max_kills is None or result.kills < max_kills):
             result.kills += _kill_all(socket)
 
+    def watcher() -> None:
+        while not done.wait(0.25):
+            result.daemon_seen += bool(daemon_pids(socket))
+
     started = time.monotonic()
     workers = [
         threading.Thread(target=agent, args=(n, True, steps)) for n in range(daemon_agents)
@@ -162,10 +169,11 @@ def run_fleet(
         threading.Thread(target=agent, args=(daemon_agents + n, False, local_steps or steps))
         for n in range(local_agents)
     ]
-    kill_thread = None
+    helpers = [threading.Thread(target=watcher)]
     if kill_every is not None:
-        kill_thread = threading.Thread(target=killer, args=(kill_every,))
-        kill_thread.start()
+        helpers.append(threading.Thread(target=killer, args=(kill_every,)))
+    for helper in helpers:
+        helper.start()
     try:
         for worker in workers:
             worker.start()
@@ -173,8 +181,8 @@ def run_fleet(
             worker.join()
     finally:
         done.set()
-        if kill_thread is not None:
-            kill_thread.join()
+        for helper in helpers:
+            helper.join()
         stop_daemons(socket)
     result.seconds = time.monotonic() - started
     result.acknowledged = len(acknowledged)

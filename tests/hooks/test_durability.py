@@ -24,6 +24,7 @@ def test_no_acknowledged_step_is_lost_without_kills(tmp_path: Path, fail: str) -
     """No kills: every event is acknowledged, every one is in the log, the file is sound."""
     result = run_fleet(tmp_path, **AGENTS, fail=fail)
     assert result.sent == 16 * 12
+    assert result.daemon_seen > 0  # the daemon agents did go through it
     assert result.lost == [], f"{len(result.lost)} of {result.acknowledged} lost"
     assert result.integrity == ["ok"]
     assert result.unacknowledged == {}, result.unacknowledged

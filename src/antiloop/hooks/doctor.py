@@ -163,9 +163,11 @@ def permissions_check(env: Mapping[str, str]) -> Check:
         inside = path == home or home in path.parents
         (failing if inside or not path.is_dir() else warning).append(path)
     if failing:
-        return Check("permissions", False, "others may read " + _modes(failing))
+        return Check("permissions", False, "open to other users: " + _modes(failing))
     if warning:
-        return Check("permissions", None, "others may list " + _modes(warning))
+        return Check(
+            "permissions", None, "others may list the store's directory " + _modes(warning)
+        )
     return Check("permissions", True, f"only you can read the store and {home} ({seen} checked)")
 
 
