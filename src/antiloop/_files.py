@@ -23,7 +23,11 @@ def make_private_dirs(directory: str | os.PathLike[str]) -> None:
         OSError: a component cannot be created, or is a file.
     """
     path = Path(directory).absolute()
-    missing = [p for p in (path, *path.parents) if not p.is_dir()]
+    missing: list[Path] = []
+    for each in (path, *path.parents):
+        if each.is_dir():
+            break
+        missing.append(each)
     for each in reversed(missing):
         try:
             each.mkdir(PRIVATE_DIR)

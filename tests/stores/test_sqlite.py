@@ -316,6 +316,38 @@ def test_a_transaction_inside_another_on_the_same_file_is_refused_not_rolled_bac
     inner.close()
 
 
+def test_a_transaction_left_running_by_another_thread_bounds_the_wait(tmp_path: Path) -> None:
+    """A thread stuck in a transaction: the others' calls and closes give up after ``timeout``."""
+    import threading
+    import time
+
+    path = tmp_path / "antiloop.db"
+    stuck, other = SQLiteStore(path), SQLiteStore(path, timeout=0.2)
+    other.sessions()
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with stuck.transaction("s") as state:
+            state.steps += 1
+            inside.set()
+            release.wait(30)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    try:
+        assert inside.wait(30)
+        with pytest.raises(StoreError, match="another thread of this process held it"):
+            other.peek("s")
+        started = time.monotonic()
+        other.close()
+        assert time.monotonic() - started < 5
+    finally:
+        release.set()
+        worker.join(30)
+    assert stuck.peek("s").steps == 1  # type: ignore[union-attr]
+    stuck.close()
+
+
 def test_threads_sharing_a_store_file_lose_no_step(tmp_path: Path) -> None:
     """16 threads, a store each, on one file: every step counted, the chain intact."""
     from concurrent.futures import ThreadPoolExecutor

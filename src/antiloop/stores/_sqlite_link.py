@@ -98,15 +98,24 @@ def attach(path: str, synchronous: str) -> Link:
         return link
 
 
-def detach(link: Link) -> None:
-    """One use fewer; the last one closes the connection (once its transaction is over)."""
+def detach(link: Link, timeout: float) -> None:
+    """One use fewer; the last one closes the connection once its transaction is over.
+
+    A transaction of another thread that outlasts ``timeout`` (one left running past a hook's
+    deadline) keeps the connection: it closes with the last store that refers to it.
+    """
     if link.pid != os.getpid():
         return  # the parent's: neither used nor closed here
-    with link.lock:
+    locked = link.lock.acquire(timeout=max(timeout, 0.001))
+    try:
         with _TABLE_LOCK:
             link.users -= 1
             if link.users > 0:
                 return
             if _LINKS.get(link.key) is link:
                 del _LINKS[link.key]
-        link.disconnect()
+        if locked:
+            link.disconnect()
+    finally:
+        if locked:
+            link.lock.release()

@@ -497,7 +497,7 @@ class SQLiteStore(SQLAuditReading):
         """
         link, self._link = self._link, None
         if link is not None:
-            detach(link)
+            detach(link, self.timeout)
 
     # -- audit ----------------------------------------------------------------------------
 
