@@ -50,8 +50,12 @@ class FleetResult:
     seconds: float = 0.0
 
 
-def fleet_env(tmp: Path, fail: str) -> dict[str, str]:
-    """The environment of every agent: a store and a socket directory under ``tmp``."""
+def fleet_env(tmp: Path, fail: str, pythonpath: str | None = None) -> dict[str, str]:
+    """The environment of every agent: a store and a socket directory under ``tmp``.
+
+    ``pythonpath`` makes the hooks run another antiloop's source (``bench/durability.py``
+    measures the code before the fix with it).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTILOOP_", "CLAUDE_"))}
     env.update(
         {
@@ -64,7 +68,27 @@ def fleet_env(tmp: Path, fail: str) -> dict[str, str]:
         }
     )
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     return env
+
+
+def _socket_of(env: dict[str, str]) -> str:
+    """The daemon's socket as the hooks of ``env`` compute it (it depends on their source)."""
+    if "PYTHONPATH" not in env:
+        return socket_path(env)
+    code = (
+        "import os; from antiloop._hook_client import socket_path; print(socket_path(os.environ))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        env=env,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return proc.stdout.strip()
 
 
 def _event(agent: int, step: int, cwd: str) -> tuple[str, bytes]:
@@ -119,12 +143,13 @@ def run_fleet(
     kill_every: float | None = None,
     max_kills: int | None = None,
     fail: str = "open",
+    pythonpath: str | None = None,
 ) -> FleetResult:
     """Run the fleet in ``tmp``; see the module's docstring."""
-    env = fleet_env(tmp, fail)
+    env = fleet_env(tmp, fail, pythonpath)
     (tmp / "work").mkdir(parents=True, exist_ok=True)
     cwd = str(tmp / "work")
-    socket = socket_path(env)
+    socket = _socket_of(env)
     if len(os.fsencode(socket)) > 100:  # the hook would never use the daemon
         raise ValueError(f"the daemon's socket path is too long: {socket}")
     result = FleetResult(agents=daemon_agents + local_agents)
