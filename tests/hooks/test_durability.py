@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from tests.hooks.durability import run_fleet
 
-AGENTS = {"daemon_agents": 12, "local_agents": 4, "steps": 12}
+AGENTS = {"daemon_agents": 12, "local_agents": 4, "steps": 10}
 
 
 @pytest.mark.slow
@@ -23,7 +23,7 @@ AGENTS = {"daemon_agents": 12, "local_agents": 4, "steps": 12}
 def test_no_acknowledged_step_is_lost_without_kills(tmp_path: Path, fail: str) -> None:
     """No kills: every event is acknowledged, every one is in the log, the file is sound."""
     result = run_fleet(tmp_path, **AGENTS, fail=fail)
-    assert result.sent == 16 * 12
+    assert result.sent == 16 * 10
     assert result.daemon_seen > 0  # the daemon agents did go through it
     assert result.lost == [], f"{len(result.lost)} of {result.acknowledged} lost"
     assert result.integrity == ["ok"]
