@@ -12,7 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# The demo needs only antiloop and its model: a venv of its own unless the test venv is there.
+DEMO_STAMP := $(VENV)/.demo-installed
+
+$(DEMO_STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	@if [ ! -f $(STAMP) ]; then $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q -e '.[embed]'; fi
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(BIN)/antiloop demo
 
 test: $(STAMP) sysdeps lint typecheck unit conformance

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from antiloop.config import GuardConfig
-from antiloop.scan import Scanner, Skipped, scan_config
+from antiloop.scan import Scanner, Unreadable, scan_config
 from antiloop.traces import UnknownFormat, iter_paths, read_runs
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -56,7 +56,7 @@ def scan(files: list[Path], config: GuardConfig | None = None) -> tuple[int, int
     scanner = Scanner(config)
     steps = loops = 0
     for item in scanner.scan_paths(files):
-        if isinstance(item, Skipped):
+        if isinstance(item, Unreadable):
             continue
         steps += item.steps
         loops += len(item.loops)

@@ -568,7 +568,6 @@ def test_shell_paths(command: str, paths: tuple[str, ...]) -> None:
         ("double jump", "double jump"),
         ("double.+Jump", "double jump"),
         ("double\\s*Jump", "double jump"),
-        ("\\bdoubleJump\\b", "double jump"),
         ("double[_-]?jump", "double jump"),
         ("HTTPServer", "http server"),
         ("getHTTPResponseCode", "get http response code"),
@@ -576,18 +575,80 @@ def test_shell_paths(command: str, paths: tuple[str, ...]) -> None:
         ("jump.*double", "jump double"),
         ("foo|bar", "foo | bar"),
         ("foo\\|bar", "foo | bar"),
-        ("(?i)Foo", "foo"),
         ("x{2,3}y", "x y"),
-        ("[[:space:]]+def", "def"),
-        ("isinstance(args\\[0\\], np.ndarray)", "isinstance args 0 np ndarray"),
+        ("isinstance(args\\[0\\], np.ndarray", "isinstance args 0 np ndarray"),
         ("utf8Decode", "utf8 decode"),
         ("ÜberGroß", "über groß"),
-        (".*", ""),
     ],
 )
 def test_pattern_words(pattern: str, words: str) -> None:
     """Patterns compare by their word sequence (section 3.2 examples)."""
     assert pattern_words(pattern) == words
+
+
+@pytest.mark.parametrize(
+    ("pattern", "words"),
+    [
+        ("_serialize", "_ serialize"),
+        ("serialize_", "serialize _"),
+        ("^init", "^ init"),
+        ("init$", "init $"),
+        ("doubleJump(", "double jump ("),
+        ("  _serialize  ", "_ serialize"),  # white space is stripped first
+        ("\\bdoubleJump\\b", "\\b double jump \\b"),  # an escape is one edge
+        ("foo\\b", "foo \\b"),
+        ("\\.foo", "\\. foo"),
+        ("(?i)Foo", "(?i) foo"),
+        ("[[:space:]]+def", "[[:space:]]+ def"),
+        ("[Ff]oo", "[Ff] oo"),  # a bracket class is one edge
+        ("fo[oO]", "fo [oO]"),
+        ("isinstance(args\\[0\\], np.ndarray)", "isinstance args 0 np ndarray )"),
+        (".*Jump", ".* jump"),
+        ("TODO:", "todo :"),
+        ("::", "::"),  # no letter or digit: the pattern is its own word
+        (".*", ".*"),
+        ("[abc]", "[abc]"),
+        ("_", "_"),
+        ("a_b", "a b"),  # a separator between words still vanishes
+    ],
+)
+def test_pattern_edges_are_kept(pattern: str, words: str) -> None:
+    """Leading and trailing separators narrow a search (section 3.2, v1.1)."""
+    assert pattern_words(pattern) == words
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("_serialize", "serialize"),
+        ("^init", "init"),
+        ("doubleJump(", "doubleJump"),
+        ("\\bfoo\\b", "foo"),
+        ("-v", "v"),
+    ],
+)
+def test_an_edge_makes_another_search(a: str, b: str) -> None:
+    """The same words with and without an edge are other procedures (p36)."""
+    pa = procedure_of("Grep", {"pattern": a, "path": "src"})
+    pb = procedure_of("Grep", {"pattern": b, "path": "src"})
+    assert pa.key != pb.key
+    sa = procedure_of("Bash", {"command": f"grep -rn -e '{a}' src"})
+    sb = procedure_of("Bash", {"command": f"grep -rn -e '{b}' src"})
+    assert sa.key != sb.key
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("double.*Jump", "doubleJump"),
+        ("  double_jump ", "doubleJump"),
+        ("_serialize", "_Serialize"),
+        ("^init", "^INIT"),
+    ],
+)
+def test_inner_separators_still_vanish(a: str, b: str) -> None:
+    """Only the edges are kept: words joined another way are the same search."""
+    assert procedure_of("Grep", {"pattern": a}).key == procedure_of("Grep", {"pattern": b}).key
 
 
 def test_pattern_words_keep_order_and_words() -> None:
@@ -881,3 +942,11 @@ def test_single_quoted_words_read_as_the_tokenizer_reads_them() -> None:
 def test_escaped_trailing_blank_is_a_word() -> None:
     """``printf \\ `` prints a space: the escaped blank at the end is an argument."""
     assert sh("printf \\ ").key == sh("printf ' '").key
+
+
+def test_the_openhands_sdk_file_editor_is_an_editor() -> None:
+    """OpenHands SDK's file_editor reads with command view and edits otherwise."""
+    view = procedure_of("file_editor", {"command": "view", "path": "/w/a.py"}, cwd="/w")
+    edit = procedure_of("file_editor", {"command": "str_replace", "path": "a.py", "old_str": "x"})
+    assert (view.operation, view.context) == ("read", "a.py")
+    assert (edit.operation, edit.context) == ("edit", "a.py")

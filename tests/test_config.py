@@ -7,7 +7,7 @@ import json
 import pytest
 
 from antiloop import ConfigError, Guard, GuardConfig, load_config
-from antiloop.config import read_table
+from antiloop.config import read_settings
 
 
 def test_json_config_builds_a_guard(tmp_path):
@@ -70,5 +70,10 @@ def test_other_tables_are_read_by_their_owners(tmp_path):
     path = tmp_path / "antiloop.toml"
     path.write_text("[guard]\nmin_steps = 3\n[approval]\ntimeout = 60\n")
     assert load_config(path).min_steps == 3
-    assert read_table(path, "approval") == {"timeout": 60}
-    assert read_table(path, "store") is None
+    settings = read_settings(path)
+    assert settings.tables == {"approval": {"timeout": 60}}
+    assert settings.guard == {"min_steps": 3}
+    top = tmp_path / "top.toml"
+    top.write_text("min_steps = 3\n[approval]\ntimeout = 60\n[hooks]\nfail = 'open'\n")
+    assert load_config(top).min_steps == 3  # guard keys at the top, beside the tables
+    assert set(read_settings(top).tables) == {"approval", "hooks"}

@@ -41,6 +41,14 @@ def test_demo_json_stops_every_agent_with_a_fingerprint(tmp_path, embedder):
     assert results[1].startswith("2 failing#")
     assert results[2].startswith("no change#")
     assert all(r["verdict"]["hint"] for r in stops)
+    # The same fingerprints in every run, on every machine: no time, no temporary path in them
+    # (the demo's project is written afresh, with new mtimes, each run).
+    assert [r["verdict"]["fingerprint"] for r in stops] == [
+        "AGENT::explorer::grep::double jump@game::1 match#24fa4bb3",
+        "AGENT::qa-validator::test::python -m unittest discover -s tests::2 failing#2ef0390a",
+        "AGENT::code-writer::edit::game/config.py::no change#039c07dd",
+        "AGENT::explorer::cycle::grep>read::period 2#3b2d204a",
+    ]
     assert summary["embedder"].startswith(embedder)
     store = open_store(url)
     assert store.verify_audit() == []

@@ -139,6 +139,8 @@ class Procedure:
         context: the section 6 fingerprint context, not yet cut to 80 characters.
         paths: canonical paths and file patterns touched (section 3.3), sorted, deduplicated.
         programs: for shell tools, the programs run (after wrappers); ``()`` otherwise.
+        parts: for shell tools, ``(program, operation)`` of each simple command of the chain,
+            in order (``""`` for a command without a program); ``()`` otherwise.
         runs_something: True for ``bash``/``test``/``build`` and tools outside the table.
 
     Example:
@@ -153,6 +155,7 @@ class Procedure:
     paths: tuple[str, ...]
     programs: tuple[str, ...]
     runs_something: bool
+    parts: tuple[tuple[str, str], ...] = ()
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,7 +179,7 @@ for _op, _tool_names in (
         "edit",
         "edit multiedit write notebookedit edit_file write_file write_to_file create_file replace"
         " apply_diff apply_patch str_replace str_replace_editor str_replace_based_edit_tool"
-        " insert_content",
+        " file_editor insert_content",  # file_editor: the OpenHands agent SDK's editor
     ),
     (
         "list",
@@ -192,7 +195,7 @@ _SHELL_TOOLS = _names(
     "bash shell sh terminal run_shell_command run_command execute_command execute_bash"
     " exec_command run_terminal_cmd local_shell run_in_terminal"
 )
-_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool"})
+_EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "file_editor"})
 _EDITOR_TEXT_KEYS = ("old_str", "new_str", "file_text", "insert_line", "content")
 _NOT_RUNS = frozenset({"grep", "read", "edit", "list", "search", "fetch"})
 _RANK = {"bash": 0, "read": 1, "list": 2, "grep": 3, "edit": 4, "build": 5, "test": 6}
@@ -443,6 +446,7 @@ def pattern_words(pattern: str) -> str:
         >>> pattern_words("double.*Jump"), pattern_words("HTTPServer|foo_bar")
         ('double jump', 'http server | foo bar')
     """
+    pattern = pattern.strip()
     text = (
         _RX.regex_noise.sub(_noise, pattern)
         if ("\\" in pattern or "[" in pattern or "{" in pattern or "(?" in pattern)
@@ -454,7 +458,59 @@ def pattern_words(pattern: str) -> str:
             words.append(run)
         else:
             words.extend(w.lower() for w in _split_case(run))
+    if pattern and (
+        not pattern[0].isalnum() or not pattern[-1].isalnum() or pattern[-2:-1] == "\\"
+    ):
+        return _with_edges(pattern, words)
     return " ".join(words)
+
+
+def _edge_length(pattern: str, step: int) -> int:
+    """How many characters at one end of a pattern are no letter or digit (escapes whole)."""
+    n = len(pattern)
+    i = 0
+    while i < n:
+        if step > 0:
+            # an escape, a bracket class or inline flags is one edge: ``\\b``, ``[Ff]``, ``(?i)``
+            noise = _RX.regex_noise.match(pattern, i)
+            if noise is not None:
+                i = noise.end()
+                continue
+            if pattern[i].isalnum():
+                break
+        else:
+            at = n - 1 - i
+            if at >= 1 and pattern[at - 1] == "\\":
+                i += 2
+                continue
+            if pattern[at] == "]" and (open_ := pattern.rfind("[", 0, at - 1)) >= 0:
+                i = n - open_
+                continue
+            if pattern[at].isalnum():
+                break
+        i += 1
+    return min(i, n)
+
+
+def _with_edges(pattern: str, words: list[str]) -> str:
+    r"""Keep a pattern's leading and trailing non-word runs as words: they narrow the search.
+
+    ``_serialize`` is not ``serialize``, ``^init`` is not ``init``, ``\bfoo\b`` is not
+    ``foo`` (section 3.2); a pattern without a letter or digit is one word, itself.
+    """
+    lead = _edge_length(pattern, 1)
+    if lead >= len(pattern) or not words:
+        return pattern
+    trail = _edge_length(pattern, -1)
+    edges = _edge_word(pattern[:lead])
+    tail = _edge_word(pattern[len(pattern) - trail :])
+    return " ".join([*edges, *words, *tail])
+
+
+def _edge_word(edge: str) -> list[str]:
+    """An edge as a word: white space and ``|`` (already a word of its own) left out."""
+    word = edge.replace("|", "").strip() if "|" in edge else edge.strip()
+    return [word] if word else []
 
 
 # --------------------------------------------------------------------------------------------
@@ -1072,6 +1128,7 @@ def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
         base = None if ct.startswith(("~", "$", "-")) else _join(base, ct, cwd)
     op = "bash"
     programs: list[str] = []
+    parts: list[tuple[str, str]] = []
     paths: list[str] = []
     pattern: str | None = None
     for cmd in cmds[start:]:
@@ -1079,6 +1136,7 @@ def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
         op = _higher(op, part.op)
         if part.program is not None and part.program not in programs:
             programs.append(part.program)
+        parts.append((part.program or "", part.op))
         paths.extend(part.paths)
         if pattern is None:
             pattern = part.pattern
@@ -1095,7 +1153,7 @@ def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
         context = " ".join(ordered)
     else:
         context = words_text
-    return _make(op, _dumps_items(items), context, ordered, tuple(programs), ())
+    return _make(op, _dumps_items(items), context, ordered, tuple(programs), (), tuple(parts))
 
 
 _cached_shell_procedure = lru_cache(maxsize=1024)(_parse_shell_procedure)
@@ -1108,6 +1166,7 @@ def _make(
     paths: Sequence[str],
     programs: tuple[str, ...] = (),
     key_paths: Sequence[str] | None = None,
+    parts: tuple[tuple[str, str], ...] = (),
 ) -> Procedure:
     """Build a procedure; its key is the operation, the parameters and the context's paths.
 
@@ -1125,6 +1184,7 @@ def _make(
     _SET_CONTEXT(p, context)
     _SET_PATHS(p, ordered)
     _SET_PROGRAMS(p, programs)
+    _SET_PARTS(p, parts)
     _SET_RUNS(p, op not in _NOT_RUNS)
     return p
 
@@ -1139,6 +1199,7 @@ _SET_KEY = _SETTERS["key"]
 _SET_CONTEXT = _SETTERS["context"]
 _SET_PATHS = _SETTERS["paths"]
 _SET_PROGRAMS = _SETTERS["programs"]
+_SET_PARTS = _SETTERS["parts"]
 _SET_RUNS = _SETTERS["runs_something"]
 
 
@@ -1313,7 +1374,13 @@ def _procedure(
         if extra:
             params += "\x1f" + canonical_json(extra)
         return _make(
-            proc.operation, params, proc.context, (*proc.paths, *more), proc.programs, more
+            proc.operation,
+            params,
+            proc.context,
+            (*proc.paths, *more),
+            proc.programs,
+            more,
+            proc.parts,
         )
     op = operation_of_tool(tool)
     assert op is not None  # noqa: S101  (only shell tools have no table operation)

@@ -31,6 +31,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": ("antiloop.commands.log", "the audit log: sessions, timelines, follow, export, verify"),
     "mcp-proxy": ("antiloop.commands.mcp_proxy", "guard the tool calls of an MCP server"),
     "calibrate": ("antiloop.commands.calibrate", "choose goal and stagnation thresholds"),
+    "init": ("antiloop.commands.init", "write a commented antiloop.toml for this project"),
+    "config": ("antiloop.commands.config", "validate a config file (config check [FILE])"),
+    "completion": ("antiloop.commands.completion", "a completion script for bash, zsh or fish"),
 }
 
 
@@ -96,6 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from antiloop.commands.hook import answer
 
         return _run(lambda: answer(*hook, data=asked.data, start_daemon=asked.start))
+    named = next((a for a in args if not a.startswith("-")), None)
+    if named is not None and named not in COMMANDS:
+        from antiloop.suggest import unknown
+
+        print(f"antiloop: {unknown('command', named, COMMANDS)}", file=sys.stderr)
+        return 2
     parser = build_parser(_command_of(args))
     ns = parser.parse_args(args)
     if ns.version:

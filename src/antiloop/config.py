@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from antiloop.errors import ConfigError
+from antiloop.suggest import unknown
 
 TASK_BUDGETS = {"simple": 25, "research": 100, "coding": 250}
 DEFAULT_BUDGET = 100
 DETECTOR_NAMES = ("repeat", "cycle", "fail-streak", "max-steps", "goal", "stagnation")
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
-#: Tables antiloop.toml may hold beside [guard]; each is read by the part it configures.
-TABLES = ("approval", "store", "hook", "server", "scan")
+#: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
+TABLES = ("approval", "hooks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +67,7 @@ class GuardConfig:
         values: dict[str, Any] = {}
         for key, value in data.items():
             if key not in known:
-                raise ConfigError(
-                    f"{source}: unknown key {key!r} (known: {', '.join(sorted(known))})"
-                )
+                raise ConfigError(f"{source}: {unknown('key', key, known)}")
             values[key] = _check(key, value, source)
         return cls(**values)
 
@@ -124,9 +123,31 @@ def _check(key: str, value: Any, source: str) -> Any:
     return _choice(key, value, source, ACTIONS)  # repeat_action
 
 
-def load_config(path: str | Path) -> GuardConfig:
-    """Read a JSON (``.json``) or TOML config file; a ``[guard]`` table in TOML is also accepted."""
-    file = Path(path)
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """A config file as every command reads it: the guard's keys and the other tables.
+
+    Attributes:
+        guard: the guard's keys (at the top of the file, or under ``[guard]``), not yet checked.
+        tables: ``[approval]`` and ``[hooks]``, as given (each checked by the part it configures).
+        source: the file read.
+    """
+
+    guard: Mapping[str, Any]
+    tables: Mapping[str, Mapping[str, Any]]
+    source: str
+
+
+def read_settings(path: str | Path) -> Settings:
+    """Read a JSON (``.json``) or TOML config: the one parser of every command and the hooks.
+
+    The guard's keys stand at the top or under ``[guard]`` (not both); beside them only the
+    tables of ``TABLES``. An unknown table or key is named, with the near name if there is one.
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, or holds an unknown table or key.
+    """
+    file = Path(path).expanduser()
     try:
         raw = file.read_bytes()
     except OSError as exc:
@@ -137,34 +158,35 @@ def load_config(path: str | Path) -> GuardConfig:
     try:
         data = json.loads(raw) if kind == "JSON" else tomllib.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: not valid {kind}: {exc}") from None
-    if kind == "TOML" and "guard" in data:
-        others = sorted(set(data) - {"guard"} - set(TABLES))
-        if others:
+        raise ConfigError(f"{file}: not valid {kind}: {_first_line(exc)}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{file}: expected an object of settings, got {type(data).__name__}")
+    data = dict(data)
+    tables: dict[str, Mapping[str, Any]] = {}
+    for name in TABLES:
+        if name in data:
+            table = data.pop(name)
+            if not isinstance(table, dict):
+                raise ConfigError(f"{file}: [{name}] must be a table, not {table!r}")
+            tables[name] = table
+    guard = data.pop("guard", None)
+    if guard is not None:
+        if not isinstance(guard, dict):
+            raise ConfigError(f"{file}: [guard] must be a table, not {guard!r}")
+        if data:
+            extra = sorted(data)[0]
             raise ConfigError(
-                f"{file}: unknown table or key {others[0]!r} beside [guard] "
-                f"(tables: guard, {', '.join(TABLES)})"
+                f"{file}: {unknown('table or key', extra, ('guard', *TABLES))} beside [guard]"
             )
-        data = data["guard"]
-    return GuardConfig.from_mapping(data, source=str(file))
+        data = guard
+    return Settings(data, tables, str(file))
 
 
-def read_table(path: str | Path, table: str) -> dict[str, Any] | None:
-    """The ``[table]`` of a TOML config (``approval``, ``store``...), or None when absent."""
-    if table not in TABLES:
-        raise ConfigError(f"no table {table!r} in antiloop.toml (tables: {', '.join(TABLES)})")
-    file = Path(path)
-    if file.suffix == ".json":
-        return None
-    import tomllib
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
-    try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {file}: {exc.strerror or exc}") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    value = data.get(table)
-    if value is not None and not isinstance(value, dict):
-        raise ConfigError(f"{file}: [{table}] must be a table")
-    return value
+
+def load_config(path: str | Path) -> GuardConfig:
+    """The guard's settings of a config file (see ``read_settings``; its tables are not read)."""
+    settings = read_settings(path)
+    return GuardConfig.from_mapping(settings.guard, source=settings.source)

@@ -227,9 +227,13 @@ class FailStreak(Detector):
         step = history.step
         op = history.procedure.operation
         error = history.record.readings.error_line if history.record else None
-        summary = error or f"{stream.fails} failures"
+        errors = "\n".join(stream.fail_errors[-self.threshold :])
         fp = fingerprint.build(
-            history.agent, "fail-streak", op, summary, fingerprint.digest8(f"{stream.fail_tool}")
+            history.agent,
+            "fail-streak",
+            op,
+            f"{self.threshold} failures",
+            fingerprint.digest8(f"{stream.fail_tool}\n{errors}"),
         )
         evidence = stream.fail_steps[-self.threshold :]
         return Verdict.ask(

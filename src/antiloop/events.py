@@ -28,6 +28,10 @@ KNOWN_FIELDS = frozenset(
         "message",
         "goal",
         "cwd",
+        "id",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
     }
 )
 
@@ -64,6 +68,10 @@ class Step:
     goal: str | None = None
     cwd: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    id: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
 
     @property
     def failed(self) -> bool:
@@ -81,7 +89,7 @@ class Step:
         out.update(session=self.session, agent=self.agent, tool=self.tool, args=dict(self.args))
         if self.paths:
             out["paths"] = list(self.paths)
-        for name in ("output", "error", "exit_code", "message", "goal", "cwd"):
+        for name in _OPTIONAL:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -91,6 +99,45 @@ class Step:
                 for p, s in self.file_states.items()
             }
         return out
+
+
+_OPTIONAL = (
+    "output",
+    "error",
+    "exit_code",
+    "message",
+    "goal",
+    "cwd",
+    "id",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+)
+
+
+def step_id(value: object) -> str | None:
+    """A step id as text: a string as it is, an integer in decimal; anything else is none."""
+    if isinstance(value, str):
+        return value if value else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def _count(value: object) -> int | None:
+    """A token count: a non-negative integer, else none (usage is reported, never judged)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    return None
+
+
+def _cost(value: object) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        cost = float(value)
+        return cost if cost != float("inf") else None
+    return None
 
 
 def _text(value: object) -> str | None:
@@ -171,6 +218,10 @@ def step_from_dict(event: object) -> Step:
         goal=goal if isinstance(goal, str) else None,
         cwd=cwd if isinstance(cwd, str) and cwd else None,
         extra=extra,
+        id=step_id(event.get("id")),
+        tokens_in=_count(event.get("tokens_in")),
+        tokens_out=_count(event.get("tokens_out")),
+        cost_usd=_cost(event.get("cost_usd")),
     )
 
 

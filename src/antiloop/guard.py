@@ -13,14 +13,15 @@ import contextlib
 import contextvars
 import functools
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from antiloop import semantic
+from antiloop import fingerprint, semantic
 from antiloop.audit import AuditEvent
-from antiloop.canonical import Procedure, procedure_of
+from antiloop.canonical import Procedure, canonical_path, procedure_of
 from antiloop.config import GuardConfig
 from antiloop.detectors import (
     AnyOf,
@@ -41,7 +42,7 @@ from antiloop.errors import (
     LoopDetected,
     StoreError,
 )
-from antiloop.events import Step, step_from_dict
+from antiloop.events import FileState, Step, step_from_dict
 from antiloop.history import (
     History,
     MessageRecord,
@@ -50,7 +51,7 @@ from antiloop.history import (
     StreamState,
     key_digest,
 )
-from antiloop.readings import SameResult, read_result, same_result
+from antiloop.readings import SameResult, read_result, same_result, scrub
 from antiloop.redact import redact_text
 from antiloop.stores import Store
 from antiloop.stores.memory import MemoryStore
@@ -61,6 +62,24 @@ if TYPE_CHECKING:
 
     from antiloop.approval import Approvals
     from antiloop.embed import Embedder
+
+
+_READS_ONLY = frozenset({"read", "list", "grep"})
+_SEEN_KEPT = 32  # step ids remembered per session: a retry is recognised among the last 32
+
+
+def _relative_states(step: Step) -> Mapping[str, FileState]:
+    """The step's file states keyed by canonical path: one digest on every machine (6)."""
+    return {canonical_path(p, step.cwd) or p: s for p, s in step.file_states.items()}
+
+
+def _error_digest(record: StepRecord | None, step: Step) -> str:
+    """A short digest of a failing step's scrubbed error line (section 6: failure streaks)."""
+    if record is not None:
+        line = record.readings.error_line or ""
+    else:
+        line = scrub((step.error or "").strip().partition("\n")[0])
+    return fingerprint.digest8(line)
 
 
 def _log() -> logging.Logger:
@@ -211,6 +230,7 @@ class Guard:
 
             store = open_store(store)
         self.store: Store = store if store is not None else MemoryStore()
+        self._retries = callable(getattr(self.store, "judge", None))
         self.on_store_error = on_store_error or self.config.on_store_error
         self.clock = clock
         if audit is None:  # an in-process guard keeps no log unless asked: memory stays bounded
@@ -306,22 +326,27 @@ class Guard:
         """
         if not isinstance(step, Step):
             step = step_from_dict(dict(step))
+        step_id = step.id
+        if step_id is None and self._retries:
+            # a store that may run the judgement again (a lost reply, a conflict) judges a
+            # step once by an id of its own: a retry then answers, it does not count twice
+            step_id = "~" + os.urandom(12).hex()
         try:
             judge = getattr(self.store, "judge", None)
             if judge is not None:
                 audit = self._audit is not None
 
                 def judged(state: SessionState) -> tuple[Verdict, tuple[AuditEvent, ...]]:
-                    verdict = self._record(state, step)
-                    if not audit:
+                    verdict, fresh = self._record(state, step, step_id)
+                    if not audit or not fresh:
                         return verdict, ()
                     return verdict, (self._audit_event("step", step, verdict, state.steps - 1),)
 
                 verdict: Verdict = judge(step.session, judged)
             else:
                 with self.store.transaction(step.session) as state:
-                    verdict = self._record(state, step)
-                    if self._audit is not None:
+                    verdict, fresh = self._record(state, step, step_id)
+                    if self._audit is not None and fresh:
                         self._audit(self._audit_event("step", step, verdict, state.steps - 1))
         except StoreError as exc:
             verdict = self._store_failed(exc, step.session)
@@ -362,7 +387,21 @@ class Guard:
             verdict=verdict,
         )
 
-    def _record(self, state: SessionState, step: Step) -> Verdict:
+    def _record(self, state: SessionState, step: Step, step_id: str | None) -> tuple[Verdict, bool]:
+        """The verdict on a step, and whether it is new (False: a step id seen before)."""
+        if step_id is None:
+            return self._judge(state, step), True
+        seen = state.seen
+        if step_id in seen:
+            first = seen[step_id]
+            return (_OK if first is None else first), False  # type: ignore[return-value]
+        verdict = self._judge(state, step)
+        seen[step_id] = None if verdict is _OK else verdict
+        if len(seen) > _SEEN_KEPT:
+            del seen[next(iter(seen))]
+        return verdict, True
+
+    def _judge(self, state: SessionState, step: Step) -> Verdict:
         if state.ended is not None:
             return self._terminated(state.ended)  # type: ignore[arg-type]
         history = self._observe(state, step)
@@ -397,17 +436,21 @@ class Guard:
         index = state.steps - 1
         proc = procedure_of(step.tool, step.args, step.paths, step.cwd)
         tool = sys.intern(step.tool.lower())  # one string per tool name, however many steps
-        if step.failed:
-            if stream.fails and stream.fail_tool == tool:
-                stream.fails += 1
-                stream.fail_steps = (*stream.fail_steps[-15:], index)
-            else:
-                stream.fail_tool, stream.fails, stream.fail_steps = tool, 1, (index,)
-        elif stream.fails:
-            stream.fail_tool, stream.fails, stream.fail_steps = "", 0, ()
         record = None
         if not self._allowed(tool, proc):
             record = self._record_of(index, tool, proc, step, stream)
+        if step.failed:
+            error = _error_digest(record, step)
+            if stream.fails and stream.fail_tool == tool:
+                stream.fails += 1
+                stream.fail_steps = (*stream.fail_steps[-15:], index)
+                stream.fail_errors = (*stream.fail_errors[-15:], error)
+            else:
+                stream.fail_tool, stream.fails, stream.fail_steps = tool, 1, (index,)
+                stream.fail_errors = (error,)
+        elif stream.fails:
+            stream.fail_tool, stream.fails, stream.fail_steps = "", 0, ()
+            stream.fail_errors = ()
         message = None
         if step.message is not None:
             message = MessageRecord(
@@ -432,7 +475,7 @@ class Guard:
             step.output,
             step.error,
             step.exit_code,
-            step.file_states,
+            _relative_states(step) if step.file_states else step.file_states,
         )
         digest = key_digest(proc.key)
         window = stream.window
@@ -456,10 +499,25 @@ class Guard:
         return record
 
     def _allowed(self, tool: str, proc: Procedure) -> bool:
+        """Whether a step may repeat (section 5).
+
+        An allowed tool or operation, or a shell command of which one part is an allowed
+        program and every other part only reads.
+        """
         allow = self._allow
         if not allow:
             return False
-        return tool in allow or proc.operation in allow or any(p in allow for p in proc.programs)
+        if tool in allow:
+            return True
+        if not proc.parts:
+            return proc.operation in allow
+        allowed = False
+        for program, op in proc.parts:
+            if program in allow or op in allow:
+                allowed = True
+            elif op not in _READS_ONLY:
+                return False
+        return allowed
 
     def _terminated(self, ended: Verdict) -> Verdict:
         return Verdict(

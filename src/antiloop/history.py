@@ -77,6 +77,7 @@ class StreamState:
     fail_steps: tuple[int, ...] = ()
     blanks: int = 0
     stopped: dict[str, str] = field(default_factory=dict)
+    fail_errors: tuple[str, ...] = ()  # short digests of the failing steps' error lines
 
 
 @dataclass(slots=True)
@@ -88,6 +89,9 @@ class SessionState:
     goal_vector: array[float] | None = None
     streams: dict[str, StreamState] = field(default_factory=dict)
     ended: object | None = None  # the Verdict that ended the session
+    # The ids of the session's last steps and their verdicts (None: a plain continue), so
+    # that a step delivered again is answered as it was the first time (PROTOCOL.md 2).
+    seen: dict[str, object | None] = field(default_factory=dict)
 
 
 class History:

@@ -20,6 +20,14 @@ class Action(IntEnum):
     BLOCK = 3
     STOP = 4
 
+    def __str__(self) -> str:
+        """The action's name in lower case: ``print(verdict.action)`` shows ``stop``, not ``4``."""
+        return self.name.lower()
+
+    def __format__(self, spec: str) -> str:
+        """``f"{action}"`` reads as ``str(action)``; ``"%d" % action`` still gives the number."""
+        return format(str(self), spec)
+
     @property
     def wire(self) -> str:
         """The name ``antiloop check`` prints: continue, ask or stop."""

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -319,6 +320,9 @@ CODEX_EVENTS: dict[str, dict[str, Any]] = {
 }
 
 
+_IDS = itertools.count(1)
+
+
 @dataclass
 class ClaudeSession:
     """Builds the hook inputs of one Claude Code session (a subagent with ``agent_id``)."""
@@ -339,8 +343,10 @@ class ClaudeSession:
         return payload
 
     def _use_id(self) -> str:
+        # unique across sessions and agents, as Claude Code's ids are (an id seen again in a
+        # session is the same call delivered twice)
         self._uses[0] += 1
-        return f"toolu_{self.session}_{self._uses[0]:04d}"
+        return f"toolu_{self.session}_{self.agent_id or 'main'}_{self._uses[0]:04d}_{next(_IDS)}"
 
     def pre(self, tool: str, tool_input: dict[str, Any]) -> dict[str, Any]:
         """PreToolUse."""

@@ -248,8 +248,9 @@ def test_codex_gets_only_deny_before_a_call(call: Call) -> None:
     }
     assert call(risky, "codex") is None
     post = CODEX_EVENTS["PostToolUse"] | {"session_id": "cdx"}
-    call(post, "codex")
-    blocked = call(post, "codex")
+    call(post | {"tool_use_id": "call_a"}, "codex")
+    assert call(post | {"tool_use_id": "call_a"}, "codex") is None  # a retried delivery
+    blocked = call(post | {"tool_use_id": "call_b"}, "codex")
     assert blocked is not None
     assert blocked["decision"] == "block"
     denied = call(CODEX_EVENTS["PreToolUse"] | {"session_id": "cdx"}, "codex")

@@ -71,7 +71,8 @@ def script(case: dict[str, Any], root: Path) -> Scripted:
             continue
         session = f"{cid}-{event.get('session', 's')}"
         base_cwd = event.get("cwd")
-        cwd = str(workdir) if base_cwd else "/home/dev/game"
+        # files the case names are made in the work dir, so the hook reads their states there
+        cwd = str(workdir) if base_cwd or event.get("file_states") else "/home/dev/game"
         s = _agent(session, event.get("agent"), cwd)
         if event.get("goal") and not prompted:
             out.invocations.append(Invocation(s.prompt(event["goal"]), index, "prompt"))
@@ -98,6 +99,11 @@ def script(case: dict[str, Any], root: Path) -> Scripted:
             post = s.post(tool, args, {"stdout": stdout, "stderr": "", "interrupted": False})
         else:
             post = s.post(tool, args, event.get("output"))
+        # One tool-call id for the call's pre and post, as Claude Code sends: the event's own
+        # id where it has one (a retried delivery keeps it), else one of its own.
+        pre = out.invocations[-1].payload
+        use_id = f"toolu_{event['id']}" if "id" in event else f"toolu_{cid}_{index:04d}"
+        pre["tool_use_id"] = post["tool_use_id"] = use_id
         out.invocations.append(Invocation(post, index, "post"))
         if event.get("message"):
             stop = s.stop(event["message"], active=index > 0)

@@ -88,16 +88,19 @@ def test_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert summary["top_fingerprints"][0]["runs"] == 1
 
 
-def test_file_of_no_format_is_skipped_and_scan_goes_on(
+def test_file_of_no_format_is_unreadable_and_scan_goes_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A file that is none of the formats gets a message on stderr; the others are scanned."""
-    (tmp_path / "notes.md").write_text("# notes\n", encoding="utf-8")
+    """A file that is none of the formats is reported unreadable; the others are scanned."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("# notes\n", encoding="utf-8")
     _write(tmp_path / "loop.jsonl", LOOPING)
     assert main(["scan", str(tmp_path)]) == 1
     captured = capsys.readouterr()
-    assert f"antiloop: skipped {tmp_path / 'notes.md'}: no known trace format fits" in captured.err
-    assert "Scanned 1 runs (4 steps) in 1 files; 1 files skipped." in captured.out
+    assert f"antiloop: unreadable {notes}: no known trace format fits" in captured.err
+    assert "Scanned 1 runs (4 steps) in 1 files; 1 unreadable." in captured.out
+    assert "Unreadable (not counted as runs): 1" in captured.out
+    assert f"  {notes}: no known trace format fits" in captured.out
 
 
 def test_missing_path_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -110,7 +113,7 @@ def test_nothing_readable_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     """Paths holding no trace at all are a usage error, not a clean scan."""
     (tmp_path / "a.txt").write_text("hello\n", encoding="utf-8")
     assert main(["scan", str(tmp_path)]) == 2
-    assert "no trace of a known format found" in capsys.readouterr().err
+    assert "no readable run found in" in capsys.readouterr().err
 
 
 def test_bad_format_exits_2(tmp_path: Path) -> None:
@@ -176,3 +179,103 @@ def test_progress_draws_on_a_terminal() -> None:
     assert "10/10 files, 3 loops" in stream.getvalue()
     bar.clear()
     assert stream.getvalue().endswith("\r\x1b[K")
+
+
+# --- unreadable inputs and --strict ----------------------------------------------------------
+
+SDK_RUNS = Path(__file__).resolve().parents[1] / "data" / "openhands-sdk" / "runs"
+
+
+def test_file_of_no_steps_is_unreadable_never_clean(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A step-event file whose lines are all bad reads as no steps: unreadable, exit 2, not 0."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"tool": ""}\n{"tool": "Grep", "args": 3}\n', encoding="utf-8")
+    assert main(["scan", str(bad), "--json"]) == 2
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out.splitlines()[-1])["summary"]
+    assert summary["runs"] == 0
+    assert summary["unreadable"] == [
+        {
+            "file": str(bad),
+            "record": None,
+            "format": "jsonl",
+            "reason": summary["unreadable"][0]["reason"],
+        }
+    ]
+    assert summary["unreadable"][0]["reason"].startswith("read as jsonl, no steps: line 1: ")
+    assert f"antiloop: unreadable {bad}: read as jsonl, no steps: line 1:" in captured.err
+    assert "no readable run found" in captured.err
+
+
+def test_sdk_events_read_as_old_openhands_are_unreadable_not_clean(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The bug of issue 15: agent-SDK eval records read by the old OpenHands reader give no
+    steps; each is reported as unreadable, with a hint, never as a clean run."""
+    records = SDK_RUNS / "eval_output.jsonl"
+    assert main(["scan", str(records), "--format", "openhands", "--json"]) == 2
+    unreadable = json.loads(capsys.readouterr().out.splitlines()[-1])["summary"]["unreadable"]
+    assert [(u["record"], u["format"]) for u in unreadable] == [(0, "openhands"), (1, "openhands")]
+    hint = "OpenHands agent-SDK events (--format openhands-sdk reads those)"
+    assert all(hint in u["reason"] for u in unreadable)
+
+
+def test_empty_record_of_a_multi_run_file_is_unreadable_and_the_others_scanned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An eval record with an empty history is unreadable by its line; the other records count."""
+    records = SDK_RUNS / "eval_output.jsonl"
+    loop, clean = records.read_text(encoding="utf-8").splitlines()
+    empty = json.loads(clean)
+    empty["history"] = [e for e in empty["history"] if e["kind"] == "MessageEvent"]
+    path = tmp_path / "output.jsonl"
+    path.write_text(f"{loop}\n{json.dumps(empty)}\n", encoding="utf-8")
+    assert main(["scan", str(path), "--json"]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["record"], r["steps"]) for r in lines[:-1]] == [(0, 8)]
+    summary = lines[-1]["summary"]
+    assert (summary["runs"], summary["files"]) == (1, 1)
+    (unreadable,) = summary["unreadable"]
+    assert (unreadable["record"], unreadable["format"]) == (1, "openhands-sdk")
+    assert unreadable["reason"] == (
+        "read as openhands-sdk, no steps: no executed tool call in 1 events (MessageEvent 1)"
+    )
+
+
+def test_strict_fails_on_any_unreadable_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--strict: exit 3 with a message naming the first unreadable input; without it, 0."""
+    _write(tmp_path / "clean.jsonl", CLEAN)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n", encoding="utf-8")
+    assert main(["scan", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main(["scan", str(tmp_path), "--strict"]) == 3
+    err = capsys.readouterr().err
+    assert f"antiloop: --strict: 1 inputs unreadable (first: {notes}: no known trace format" in err
+
+
+def test_strict_outranks_loops_and_passes_when_all_is_read(tmp_path: Path) -> None:
+    """Loops and an unreadable input under --strict exit 3; everything read exits as usual."""
+    _write(tmp_path / "loop.jsonl", LOOPING)
+    assert main(["scan", str(tmp_path), "--strict"]) == 1
+    assert main(["scan", str(tmp_path), "--strict", "--no-fail"]) == 0
+    (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
+    assert main(["scan", str(tmp_path), "--strict"]) == 3
+
+
+def test_html_report_lists_unreadable_inputs(tmp_path: Path) -> None:
+    """The HTML report has an unreadable card and section, each input with its reason."""
+    _write(tmp_path / "loop.jsonl", LOOPING)
+    (tmp_path / "notes.txt").write_text("<hello>\n", encoding="utf-8")
+    report = tmp_path / "report.html"
+    assert main(["scan", str(tmp_path), "--html", str(report), "--no-fail"]) == 0
+    text = report.read_text(encoding="utf-8")
+    assert "<section id='unreadable'><h2>Unreadable (1)</h2>" in text
+    assert "<b>1</b>unreadable</div>" in text
+    assert f"<code>{tmp_path / 'notes.txt'}</code>" in text
+    assert "no known trace format fits" in text
+    assert "1 runs, 4 steps, 1 files; 1 unreadable." in text

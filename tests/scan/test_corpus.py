@@ -68,18 +68,19 @@ def test_json_lines_have_exactly_the_issue_shape(scanned: Any) -> None:
     summary = lines[-1]["summary"]
     assert summary["runs"] == 100
     assert summary["files"] == 98
-    assert [s["file"] for s in summary["skipped"]] == [
-        str(CORPUS / "FORMATS.md"),
-        str(CORPUS / "SOURCES.md"),
-    ]
+    assert summary["unreadable"] == []  # its two .md files are documentation, not traces
 
 
-def test_markdown_files_are_skipped_with_a_message_and_loops_exit_1(scanned: Any) -> None:
-    """The two .md files get a clear message on stderr; loops found make the exit status 1."""
+def test_loops_exit_1_and_strict_passes_when_every_trace_is_read(
+    scanned: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Loops found make the exit status 1; every trace is read, so --strict says the same."""
     code, _, err = scanned
     assert code == 1
-    assert f"antiloop: skipped {CORPUS / 'FORMATS.md'}: no known trace format fits" in err
-    assert f"antiloop: skipped {CORPUS / 'SOURCES.md'}: no known trace format fits" in err
+    assert "unreadable" not in err
+    assert main(["scan", str(CORPUS), "--strict", "--json"]) == 1
+    assert "--strict" not in capsys.readouterr().err
+    assert main(["scan", str(CORPUS / "FORMATS.md")]) == 2  # named alone: nothing readable
 
 
 def test_summary_counts(scanned: Any) -> None:

@@ -61,6 +61,7 @@ def _full_state() -> SessionState:
         fail_steps=(2, 3),
         blanks=0,
         stopped={"d" * 16: "AGENT::a::test::pytest::1 failing#abcd1234"},
+        fail_errors=("0badc0de", "0badc0de"),
     )
     return SessionState(
         steps=4,
@@ -68,6 +69,7 @@ def _full_state() -> SessionState:
         goal_vector=array("f", [1.0, 0.0]),
         streams={"agent": stream},
         ended=Verdict.stop("repeat", "looped", fingerprint="fp", evidence=(2, 3)),
+        seen={"call_1": None, "call_2": Verdict.stop("repeat", "looped", fingerprint="fp")},
     )
 
 
@@ -95,6 +97,7 @@ def test_transaction_round_trips_every_field(backend: Any) -> None:
         state.steps, state.goal, state.goal_vector = full.steps, full.goal, full.goal_vector
         state.streams.update(full.streams)
         state.ended = full.ended
+        state.seen.update(full.seen)
     assert b.peek("s") == full
     with b.transaction("s") as state:
         assert state == full
@@ -165,6 +168,26 @@ def test_two_guards_on_one_store_stop_a_repeat(backend: Any) -> None:
     assert verdict.detector == "repeat"
     assert one.check("grep", {"pattern": "doubleJump"}, session="s").action is Action.STOP
     assert [r.action for r in backend.open().audit_records("s")] == ["continue", "stop"]
+
+
+def test_a_step_delivered_twice_is_judged_once(backend: Any) -> None:
+    """The same step id through two guards: the first verdict again, nothing recorded twice."""
+    one, two = Guard(store=backend.open(), audit=True), Guard(store=backend.open(), audit=True)
+    grep = {"tool": "Grep", "args": {"pattern": "x"}, "output": "a.ts:3: x", "session": "s"}
+    first = one.record({**grep, "id": "call_1"})
+    again = two.record({**grep, "id": "call_1"})
+    assert first.action is again.action is Action.CONTINUE
+    assert backend.open().peek("s").steps == 1
+    stop = two.record({**grep, "id": "call_2"})
+    assert (stop.action, stop.detector) == (Action.STOP, "repeat")
+    retried = one.record({**grep, "id": "call_2"})  # a retry of the stop answers the stop
+    assert (retried.action, retried.detector, retried.fingerprint) == (
+        Action.STOP,
+        "repeat",
+        stop.fingerprint,
+    )
+    records = list(backend.open().audit_records("s"))
+    assert [(r.index, r.action) for r in records] == [(0, "continue"), (1, "stop")]
 
 
 def test_audit_records_are_chained_redacted_and_capped(backend: Any) -> None:

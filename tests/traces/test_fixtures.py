@@ -290,13 +290,14 @@ def test_explicit_claude_format_on_step_events() -> None:
 
 
 def test_formats_are_the_documented_names() -> None:
-    """FORMATS lists the six format names of the API."""
+    """FORMATS lists the seven format names of the API."""
     assert FORMATS == (
         "jsonl",
         "swe-agent",
         "mini-swe-agent-1",
         "mini-swe-agent-2",
         "openhands",
+        "openhands-sdk",
         "claude-code",
     )
 

@@ -31,8 +31,14 @@ def run(ns: argparse.Namespace) -> int:
         for r in rows:
             args = json.dumps(r["args"], ensure_ascii=False)[:120]
             print(f"{r['id']}  {r['session']}  [{r['risk']}] {r['tool']} {args}")
+        if not rows:
+            print("antiloop: no request is pending")
         return 0
     by = ns.by or getpass.getuser()
+    if not ns.server:
+        from antiloop.suggest import resolve
+
+        ns.id = resolve(ns.id, [r.id for r in open_ledger(ns).list_approvals()], "request")
     if ns.server:
         body = {"decision": ns.decision, "comment": ns.comment, "by": by}
         status = call(ns, "POST", f"/v1/approvals/{ns.id}", body)["status"]

@@ -1,7 +1,12 @@
 """``antiloop scan``: find the loops in recorded agent runs, and show what they cost.
 
+An input that cannot be read as a run (a file of no known format, a file or record that reads
+as no steps) is *unreadable*: it is reported on stderr and in the summary, apart from the runs,
+and never counted as a run without loops.
+
 Exit status: 0 when no loop is found (or with ``--no-fail``), 1 when loops are found, 2 for bad
-arguments (a missing path, a bad config, nothing that reads as a trace).
+arguments (a missing path, a bad config, nothing that reads as a run), 3 with ``--strict`` when
+any input is unreadable (whatever else was found).
 """
 
 from __future__ import annotations
@@ -14,14 +19,16 @@ import time
 from pathlib import Path
 from typing import IO
 
+from antiloop._color import Painter
 from antiloop.config import load_config
-from antiloop.scan.engine import DEFAULT_EMBEDDER, RunScan, Scanner, Skipped, scan_config
-from antiloop.scan.summary import Summary, ranges, run_waste_text
+from antiloop.scan.engine import DEFAULT_EMBEDDER, RunScan, Scanner, Unreadable, scan_config
+from antiloop.scan.summary import Summary, ranges, run_waste_text, unreadable_name
 from antiloop.traces import FORMATS
 
 EXIT_OK = 0
 EXIT_LOOPS = 1
 EXIT_USAGE = 2
+EXIT_UNREADABLE = 3
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -48,6 +55,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--html", metavar="REPORT.html", help="also write an offline HTML report")
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even when loops are found")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help=f"exit {EXIT_UNREADABLE} when any input is unreadable (of no known format, or read "
+        "as no steps)",
+    )
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the text output (default: auto, on a terminal unless NO_COLOR is set)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -72,11 +91,12 @@ def run(ns: argparse.Namespace) -> int:
     summary = Summary()
     kept: list[RunScan] = []
     out = sys.stdout
+    paint = Painter.for_stream(out, ns.color)
     for item in scanner.scan_paths(paths, ns.format, progress=progress.update):
         summary.add(item)
-        if isinstance(item, Skipped):
+        if isinstance(item, Unreadable):
             progress.clear()
-            print(f"antiloop: skipped {item.file}: {item.reason}", file=sys.stderr)
+            print(f"antiloop: unreadable {unreadable_name(item)}: {item.reason}", file=sys.stderr)
             continue
         progress.loops += len(item.loops)
         if ns.html:
@@ -85,12 +105,8 @@ def run(ns: argparse.Namespace) -> int:
             out.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
         elif item.loops:
             progress.clear()
-            out.write(run_text(item) + "\n")
+            out.write(run_text(item, paint) + "\n")
     progress.clear()
-    if summary.runs == 0:
-        where = ", ".join(ns.paths)
-        print(f"antiloop: no trace of a known format found in {where}", file=sys.stderr)
-        return EXIT_USAGE
     if ns.json:
         out.write(json.dumps({"summary": summary.to_json()}, ensure_ascii=False) + "\n")
     else:
@@ -104,26 +120,42 @@ def run(ns: argparse.Namespace) -> int:
             print(f"antiloop: cannot write {ns.html}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_USAGE
         print(f"antiloop: report written to {ns.html}", file=sys.stderr)
+    if summary.runs == 0:
+        where = ", ".join(ns.paths)
+        what = f" ({len(summary.unreadable)} inputs unreadable)" if summary.unreadable else ""
+        print(f"antiloop: no readable run found in {where}{what}", file=sys.stderr)
+        return EXIT_USAGE
+    if ns.strict and summary.unreadable:
+        first = summary.unreadable[0]
+        print(
+            f"antiloop: --strict: {len(summary.unreadable)} inputs unreadable "
+            f"(first: {unreadable_name(first)}: {first.reason})",
+            file=sys.stderr,
+        )
+        return EXIT_UNREADABLE
     if summary.loops and not ns.no_fail:
         return EXIT_LOOPS
     return EXIT_OK
 
 
-def run_text(result: RunScan) -> str:
-    """A run with loops, for people: a header line, then one line per loop."""
+def run_text(result: RunScan, paint: Painter | None = None) -> str:
+    """A run with loops, for people: a header line, then one line per loop (coloured on a tty)."""
+    paint = paint or Painter(False)
     name = result.file + (f"#{result.record}" if result.record is not None else "")
     waste = result.waste
     if waste.from_step is None:
         head = "no stopping loop, no waste"
     else:
         head = f"first loop point at step {waste.from_step}; waste {run_waste_text(waste)}"
-    lines = [f"{name} ({result.format}, {result.steps} steps): {head}"]
-    lines.extend(
-        f"  step {loop.step:>4}  {loop.detector:<11} {loop.fingerprint or '-'}"
-        f"  [steps {ranges(loop.evidence)}]"
-        for loop in result.loops
-    )
+    lines = [f"{paint(name, 'bold')} ({result.format}, {result.steps} steps): {head}"]
+    for loop in result.loops:
+        kind = paint(f"{loop.detector:<11}", _KIND_COLOUR.get(loop.detector, "cyan"))
+        steps = paint(f"[steps {ranges(loop.evidence)}]", "dim")
+        lines.append(f"  step {loop.step:>4}  {kind} {loop.fingerprint or '-'}  {steps}")
     return "\n".join(lines)
+
+
+_KIND_COLOUR = {"repeat": "red", "cycle": "red", "fail-streak": "yellow", "stagnation": "yellow"}
 
 
 class Progress:

@@ -19,9 +19,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(ns: argparse.Namespace) -> int:
     """Ask the session to stop; its next step gets a stop verdict."""
     by = ns.by or getpass.getuser()
+    session = ns.session
     if ns.server:
-        call(ns, "POST", f"/v1/sessions/{ns.session}/stop", {"by": by})
+        call(ns, "POST", f"/v1/sessions/{session}/stop", {"by": by})
     else:
-        open_ledger(ns).request_stop(ns.session, by)
-    print(f"antiloop: session {ns.session} stops at its next step (by {by})")
+        from antiloop.suggest import resolve
+
+        ledger = open_ledger(ns)
+        session = resolve(session, ledger.sessions(), "session")  # a unique prefix will do
+        ledger.request_stop(session, by)
+    print(f"antiloop: session {session} stops at its next step (by {by})")
     return 0

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from antiloop._color import Painter, wants_colour
 from antiloop.config import GuardConfig
 from antiloop.demo.tools import run_tool
 from antiloop.guard import Guard
@@ -161,22 +162,6 @@ SCENES = (
 )
 
 
-COLOURS = {"red": "31", "green": "32", "yellow": "33", "cyan": "36", "dim": "2", "bold": "1"}
-
-
-class Painter:
-    """ANSI colours when enabled, plain text otherwise."""
-
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, colour: str) -> str:
-        """Paint ``text`` in ``colour``."""
-        if not self.enabled:
-            return text
-        return f"\033[{COLOURS[colour]}m{text}\033[0m"
-
-
 def _short(text: str | None, width: int) -> str:
     line = " ".join((text or "").split())
     return line if len(line) <= width else line[: width - 1] + "…"
@@ -207,7 +192,7 @@ def run_demo(
     from antiloop.stores import default_store_url
 
     out = out or sys.stdout
-    paint = Painter(color == "always" or (color == "auto" and out.isatty() and not as_json))
+    paint = Painter(not as_json and wants_colour(out, color))
     url = store or default_store_url()
     guard = Guard(config=GuardConfig(embedder=embedder), store=url)
     run_id = f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -239,16 +224,29 @@ def run_demo(
     if as_json:
         out.write(json.dumps({"summary": summary}) + "\n")
     else:
+        command = _command()
         out.write(
             f"\n{paint('Done', 'bold')}: {len(stops)} of {len(SCENES)} runs stopped: the loops at "
             "their second repetition, one run by its goal reached, one stalled. Each fingerprint "
             "is the same on every machine; search your logs for it.\n"
             f"{paint('Audit log', 'bold')}: every step and verdict is in {url} "
             f"(semantic checks: {summary['embedder']}). See one run with "
-            f"`antiloop log --store {url} {scenes[0].session}`, check the chain with "
-            f"`antiloop log verify --store {url}`.\n"
+            f"`{command} log --store {url} {scenes[0].session}`, check the chain with "
+            f"`{command} log verify --store {url}`.\n"
         )
     return 0
+
+
+def _command() -> str:
+    """How to run this antiloop from here: ``antiloop`` when that is on the PATH, else its path."""
+    beside = Path(sys.executable).parent / "antiloop"
+    found = shutil.which("antiloop")
+    if found and Path(found).resolve() == beside.resolve():
+        return "antiloop"
+    if beside.exists():
+        relative = os.path.relpath(beside)
+        return relative if not relative.startswith("..") else str(beside)
+    return f"{sys.executable} -m antiloop"
 
 
 def _loaded(guard: Guard) -> bool:

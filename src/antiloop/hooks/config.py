@@ -21,7 +21,6 @@ reached at a Stop is noted in the audit log without stopping anything.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -154,38 +153,18 @@ def load_hook_config(
     file = find_config(path, env, cwd)
     if file is None:
         return HookConfig()
-    try:
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {file}: {exc.strerror or exc}") from None
-    try:
-        if file.suffix == ".json":
-            data = json.loads(raw)
-        else:
-            import tomllib
+    from antiloop.config import read_settings  # the one parser every command uses
 
-            data = tomllib.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{file}: not valid {file.suffix.lstrip('.') or 'TOML'}: {exc}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{file}: expected a table of settings")
-    data = dict(data)
-    policy = data.pop("approval", None)
-    hooks = data.pop("hooks", {})
-    guard = data.pop("guard", None)
-    if guard is not None and data:
-        raise ConfigError(f"{file}: unknown table or key {sorted(data)[0]!r} beside [guard]")
-    guard = data if guard is None else guard
-    if not isinstance(guard, dict):
-        raise ConfigError(f"{file}: [guard] must be a table")
-    if policy is not None and not isinstance(policy, dict):
-        raise ConfigError(f"{file}: [approval] must be a table")
+    settings = read_settings(file)
+    guard = dict(settings.guard)
+    policy = settings.tables.get("approval")
+    hooks = settings.tables.get("hooks", {})
     return HookConfig(
         guard=guard,
         explicit=frozenset(guard),
         policy=policy,
-        source=str(file),
-        **_hook_table(hooks, str(file)),
+        source=settings.source,
+        **_hook_table(hooks, settings.source),
     )
 
 
@@ -195,9 +174,9 @@ def _hook_table(hooks: object, source: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in hooks.items():
         if key not in _HOOK_KEYS:
-            raise ConfigError(
-                f"{source} [hooks]: unknown key {key!r} (known: {', '.join(_HOOK_KEYS)})"
-            )
+            from antiloop.suggest import unknown
+
+            raise ConfigError(f"{source} [hooks]: {unknown('key', key, _HOOK_KEYS)}")
         if key == "approval" and value not in ("policy", "off"):
             raise ConfigError(f"{source} [hooks]: 'approval' must be policy or off, not {value!r}")
         if key == "fail" and value not in ("open", "closed"):

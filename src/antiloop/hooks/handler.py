@@ -254,7 +254,7 @@ class HookHandler:
     def _post(self, event: HookEvent) -> Outcome:
         if event.interrupted:
             return PASS  # the person stopped the call: its result says nothing about a loop
-        from antiloop.events import Step
+        from antiloop.events import Step, step_id
 
         states = {p: file_state(p, event.cwd) for p in event.files}
         step = Step(
@@ -267,6 +267,7 @@ class HookHandler:
             exit_code=event.exit_code,
             file_states=states,
             cwd=event.cwd,
+            id=step_id(event.detail.get("tool_use_id")),  # a call delivered twice is judged once
         )
         verdict = self.guard.record(step)
         outcome = self._after(verdict, event)

@@ -2,7 +2,7 @@
 
     scanner = Scanner()
     for result in scanner.scan_paths([Path("runs/")]):
-        ...  # a RunScan (loops, waste) or a Skipped file
+        ...  # a RunScan (loops, waste) or an Unreadable input
 
 ``summarize`` folds the results into a corpus summary, ``write_html`` draws the offline report.
 """
@@ -14,8 +14,8 @@ from antiloop.scan.engine import (
     Loop,
     RunScan,
     Scanner,
-    Skipped,
     StepView,
+    Unreadable,
     Waste,
     scan_config,
 )
@@ -27,8 +27,8 @@ __all__ = [
     "Loop",
     "RunScan",
     "Scanner",
-    "Skipped",
     "StepView",
+    "Unreadable",
     "Waste",
     "scan_config",
 ]

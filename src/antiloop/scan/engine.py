@@ -168,11 +168,42 @@ class RunScan:
 
 
 @dataclass(frozen=True, slots=True)
-class Skipped:
-    """A file the scan could not read as a trace, and why."""
+class Unreadable:
+    """An input the scan could not read as a run, and why; never counted as a clean run.
+
+    A file of no known format, a file that cannot be read, and a file or record that reads
+    as no steps are each unreadable.
+
+    Attributes:
+        file: the path.
+        reason: why, in one line.
+        record: the 0-based line of the record in a multi-run file, else None.
+        format: the format the file was read as, or None when none fits.
+    """
 
     file: str
     reason: str
+    record: int | None = None
+    format: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The input as the ``--json`` summary lists it."""
+        return {
+            "file": self.file,
+            "record": self.record,
+            "format": self.format,
+            "reason": self.reason,
+        }
+
+
+def no_steps_reason(run: Run) -> str:
+    """Why a run that reads as no steps is unreadable: its format, and what the reader saw."""
+    where = f"read as {run.format}"
+    if run.problems:
+        shown = "; ".join(run.problems[:3])
+        more = len(run.problems) - 3
+        return f"{where}, no steps: {shown}" + (f" (and {more} more)" if more > 0 else "")
+    return f"{where}, no steps in it"
 
 
 def scan_config(
@@ -372,7 +403,11 @@ class Scanner:
         self._parts = default_detector(self.config, self.embedder).detectors
 
     def scan_run(self, run: Run) -> RunScan:
-        """Scan one run: every loop in it, and the waste after its first loop point."""
+        """Scan one run: every loop in it, and the waste after its first loop point.
+
+        A run of no steps gives a ``RunScan`` of no loops here; ``scan_file`` and
+        ``scan_paths`` report such a run as ``Unreadable`` instead.
+        """
         views: list[StepView] | None = [] if self.views else None
         collector = _Collector(self._parts, self.config.failure_streak, views)
         guard = Guard(collector, config=self.config, embedder=self.embedder, audit=False)
@@ -395,23 +430,26 @@ class Scanner:
             problems=run.problems,
         )
 
-    def scan_file(self, path: Path, format: str = "auto") -> Iterator[RunScan]:
-        """Scan every run of one trace file.
+    def scan_file(self, path: Path, format: str = "auto") -> Iterator[RunScan | Unreadable]:
+        """Scan every run of one trace file; a run that reads as no steps is ``Unreadable``.
 
         Raises:
             UnknownFormat: the file is no known trace (raised before the first run).
             OSError: the file cannot be read.
         """
         for run in read_runs(path, format):
-            yield self.scan_run(run)
+            if run.steps:
+                yield self.scan_run(run)
+            else:
+                yield Unreadable(run.file, no_steps_reason(run), run.record, run.format)
 
     def scan_paths(
         self,
         paths: Sequence[Path],
         format: str = "auto",
         progress: Callable[[int, int], None] | None = None,
-    ) -> Iterator[RunScan | Skipped]:
-        """Scan files and directories (recursively); a file that is no trace is ``Skipped``.
+    ) -> Iterator[RunScan | Unreadable]:
+        """Scan files and directories (recursively); what cannot be read is ``Unreadable``.
 
         Args:
             paths: files and directories.
@@ -426,7 +464,7 @@ class Scanner:
             try:
                 yield from self.scan_file(path, format)
             except (UnknownFormat, OSError) as exc:
-                yield Skipped(str(path), _reason(exc, path))
+                yield Unreadable(str(path), _reason(exc, path))
             if progress is not None:
                 progress(done, len(files))
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from antiloop.scan.engine import RunScan
-from antiloop.scan.summary import Summary, ranges, run_waste_text, waste_text
+from antiloop.scan.summary import Summary, ranges, run_waste_text, unreadable_name, waste_text
 
 OPERATION_COLOURS = {
     "read": "#4e79a7",
@@ -140,6 +140,7 @@ def render_html(results: Sequence[RunScan], summary: Summary) -> str:
         "<header><h1>antiloop scan</h1>",
         f"<p class='muted'>{_summary_line(summary)}</p></header><main>",
         _cards(summary),
+        _unreadable(summary),
         "<h2>Summary</h2><div class='charts'>",
         _figure("chart-kinds", "Runs with loops, by kind", _kinds_chart(summary)),
         _figure(
@@ -185,9 +186,9 @@ def _esc(text: object) -> str:
 
 
 def _summary_line(summary: Summary) -> str:
-    skipped = f"; {len(summary.skipped)} files skipped" if summary.skipped else ""
+    unreadable = f"; {len(summary.unreadable)} unreadable" if summary.unreadable else ""
     return _esc(
-        f"{summary.runs} runs, {summary.steps} steps, {summary.files} files{skipped}. "
+        f"{summary.runs} runs, {summary.steps} steps, {summary.files} files{unreadable}. "
         f"Waste after the first loop point: {waste_text(summary)}."
     )
 
@@ -200,6 +201,8 @@ def _cards(summary: Summary) -> str:
         ("loops", summary.loops),
         ("wasted steps", f"{summary.waste_steps} of {summary.steps}"),
     ]
+    if summary.unreadable:
+        cards.append(("unreadable", len(summary.unreadable)))
     if summary.waste_input_tokens is not None or summary.waste_output_tokens is not None:
         tokens = (summary.waste_input_tokens or 0) + (summary.waste_output_tokens or 0)
         cards.append(("wasted tokens", f"{tokens:,}"))
@@ -207,6 +210,22 @@ def _cards(summary: Summary) -> str:
         cards.append(("wasted cost", f"${summary.waste_cost_usd:,.2f}"))
     body = "".join(f"<div class='card'><b>{_esc(v)}</b>{_esc(k)}</div>" for k, v in cards)
     return f"<div class='cards' id='cards'>{body}</div>"
+
+
+def _unreadable(summary: Summary) -> str:
+    """The inputs that could not be read, each with its reason; empty when there are none."""
+    if not summary.unreadable:
+        return ""
+    rows = "".join(
+        f"<li><code>{_esc(unreadable_name(u))}</code> <span class='muted'>{_esc(u.reason)}</span>"
+        "</li>"
+        for u in summary.unreadable
+    )
+    return (
+        f"<section id='unreadable'><h2>Unreadable ({len(summary.unreadable)})</h2>"
+        "<p class='muted'>Not counted as runs: of no known format, or read as no steps.</p>"
+        f"<ul class='loops'>{rows}</ul></section>"
+    )
 
 
 def _figure(ident: str, caption: str, svg: str) -> str:

@@ -7,21 +7,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from antiloop.scan.engine import RunScan, Skipped, Waste
+from antiloop.scan.engine import RunScan, Unreadable, Waste
 
 TOP_FINGERPRINTS = 10
+UNREADABLE_LISTED = 10
 
 
 @dataclass(slots=True)
 class Summary:
     """Counts over every run scanned: loops by kind, common fingerprints, total waste.
 
-    Feed it with ``add`` (a ``RunScan`` or a ``Skipped`` file); ``to_json`` gives the final
-    ``{"summary": ...}`` object of ``--json``.
+    Feed it with ``add`` (a ``RunScan`` or an ``Unreadable`` input); ``to_json`` gives the final
+    ``{"summary": ...}`` object of ``--json``. Unreadable inputs are counted apart: they are in
+    none of the run counts.
     """
 
     files: int = 0
-    """Files read as traces (``skipped`` holds the others)."""
+    """Files with at least one run read (``unreadable`` holds what could not be read)."""
     runs: int = 0
     steps: int = 0
     runs_with_loops: int = 0
@@ -35,13 +37,13 @@ class Summary:
     waste_input_tokens: int | None = None
     waste_output_tokens: int | None = None
     waste_cost_usd: float | None = None
-    skipped: list[Skipped] = field(default_factory=list)
+    unreadable: list[Unreadable] = field(default_factory=list)
     _last_file: str | None = None
 
-    def add(self, item: RunScan | Skipped) -> None:
-        """Count one run, or one file that was skipped."""
-        if isinstance(item, Skipped):
-            self.skipped.append(item)
+    def add(self, item: RunScan | Unreadable) -> None:
+        """Count one run, or one input that could not be read."""
+        if isinstance(item, Unreadable):
+            self.unreadable.append(item)
             return
         if item.file != self._last_file:
             self.files += 1
@@ -77,7 +79,7 @@ class Summary:
             "files": self.files,
             "runs": self.runs,
             "steps": self.steps,
-            "skipped": [{"file": s.file, "reason": s.reason} for s in self.skipped],
+            "unreadable": [u.to_json() for u in self.unreadable],
             "runs_by_format": dict(sorted(self.runs_by_format.items())),
             "runs_with_loops": self.runs_with_loops,
             "loops": self.loops,
@@ -99,7 +101,7 @@ class Summary:
         """The summary for people, a few lines."""
         lines = [
             f"Scanned {self.runs} runs ({self.steps} steps) in {self.files} files"
-            + (f"; {len(self.skipped)} files skipped" if self.skipped else "")
+            + (f"; {len(self.unreadable)} unreadable" if self.unreadable else "")
             + ".",
         ]
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.runs_by_kind.items()))
@@ -113,7 +115,20 @@ class Summary:
         if top:
             lines.append("Most common fingerprints (runs):")
             lines.extend(f"  {runs:>4}  {fp}" for fp, runs in top)
+        if self.unreadable:
+            lines.append(f"Unreadable (not counted as runs): {len(self.unreadable)}")
+            lines.extend(
+                f"  {unreadable_name(u)}: {u.reason}" for u in self.unreadable[:UNREADABLE_LISTED]
+            )
+            more = len(self.unreadable) - UNREADABLE_LISTED
+            if more > 0:
+                lines.append(f"  and {more} more")
         return "\n".join(lines)
+
+
+def unreadable_name(item: Unreadable) -> str:
+    """The unreadable input's path, with ``#record`` for a record of a multi-run file."""
+    return item.file + (f"#{item.record}" if item.record is not None else "")
 
 
 def waste_text(summary: Summary) -> str:

@@ -4,15 +4,16 @@ The bytes are one format byte (the version, now 2) and then nested tuples of pla
 written with ``marshal`` format 4 (strings, ints, floats, bools, None, bytes: no code,
 nothing executable; five times faster than JSON here, and read by every Python 3 since 3.4)::
 
-    (steps, goal, goal_vector, ((agent, stream), ...), ended)
+    (steps, goal, goal_vector, ((agent, stream), ...), ended, ((step_id, verdict), ...))
 
 A stream is ``(window_len, (step, ...), messages_len, (message, ...), run, fail_tool,
-fails, fail_steps, blanks, ((digest, fingerprint), ...))``; a step ``(index, tool, operation,
-procedure, context, readings, same_as)``; in version 2 each stream and each step is itself
-marshalled to bytes (version 1, still read, nests the tuples); readings are their ten fields
-in order; a vector is ``(typecode, its little-endian bytes)``; a verdict ``(action, detector,
-outcome, fingerprint, reason, hint, evidence, escalate_to)``. The guard keeps the windows to
-their bounds.
+fails, fail_steps, blanks, ((digest, fingerprint), ...), fail_errors)``; the last item
+of each (step ids, error digests) is new in v1.1 and optional when read; a step ``(index,
+tool, operation, procedure, context, readings, same_as)``; in version 2 each stream and each
+step is itself marshalled to bytes (version 1, still read, nests the tuples); readings are
+their ten fields in order; a vector is ``(typecode, its little-endian bytes)``; a verdict
+``(action, detector, outcome, fingerprint, reason, hint, evidence, escalate_to)``. The guard
+keeps the windows to their bounds.
 
 A step changes one stream of its session, and a window is mostly the previous step's window:
 a step record never changes once in a window, so its bytes are made once and memoised by
@@ -94,6 +95,16 @@ def _verdict_out(v: Verdict) -> tuple[Any, ...]:
 
 def _verdict_in(d: tuple[Any, ...]) -> Verdict:
     return Verdict(Action(d[0]), d[1], d[2], d[3], d[4], d[5], tuple(d[6]), d[7])
+
+
+def _seen_out(seen: dict[str, object | None]) -> tuple[Any, ...]:
+    return tuple(
+        [(k, None if v is None else _verdict_out(v)) for k, v in seen.items()]  # type: ignore[arg-type]
+    )
+
+
+def _seen_in(d: tuple[Any, ...]) -> dict[str, object | None]:
+    return {k: None if v is None else _verdict_in(v) for k, v in d}
 
 
 def _step_out(r: StepRecord) -> bytes:
@@ -178,6 +189,7 @@ def _stream_out(s: StreamState) -> tuple[Any, ...]:
         tuple(s.fail_steps),
         s.blanks,
         tuple(s.stopped.items()),
+        s.fail_errors,
     )
 
 
@@ -188,7 +200,7 @@ def _stream_bytes(s: StreamState) -> bytes:
         tuple(window),
         tuple(messages),
         tuple([m.vector for m in messages]),
-        (s.run, s.fail_tool, s.fails, s.fail_steps, s.blanks),
+        (s.run, s.fail_tool, s.fails, s.fail_steps, s.blanks, s.fail_errors),
         dict(s.stopped),
     )
     memo = _stream_memo
@@ -221,7 +233,8 @@ def _stream_in(data: tuple[Any, ...] | bytes) -> StreamState:
     )
     window = [_step_in(r) for r in d[1]]
     messages = [MessageRecord(m[0], m[1], m[2], m[3], _vec_in(m[4])) for m in d[3]]
-    return StreamState(window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]))
+    errors = tuple(d[10]) if len(d) > 10 else ()  # written since v1.1
+    return StreamState(window, messages, d[4], d[5], d[6], tuple(d[7]), d[8], dict(d[9]), errors)
 
 
 def encode_state(state: SessionState) -> bytes:
@@ -235,6 +248,7 @@ def encode_state(state: SessionState) -> bytes:
         _vec_out(state.goal_vector),
         tuple([(agent, _stream_bytes(s)) for agent, s in state.streams.items()]),
         None if ended is None else _verdict_out(ended),
+        _seen_out(state.seen),
     )
     try:
         return _HEADER + marshal.dumps(data, _MARSHAL)
@@ -262,13 +276,14 @@ def decode_state(data: bytes | bytearray | memoryview) -> SessionState:
             "another store"
         )
     try:
-        steps, goal, goal_vec, streams, ended = marshal.loads(raw[1:])  # noqa: S302 - plain values
+        steps, goal, goal_vec, streams, ended, *more = marshal.loads(raw[1:])  # noqa: S302
         state = SessionState(
             steps,
             goal,
             _vec_in(goal_vec),
             {agent: _stream_in(s) for agent, s in streams},
             None if ended is None else _verdict_in(ended),
+            _seen_in(more[0]) if more else {},
         )
     except (ValueError, TypeError, IndexError, KeyError, AttributeError, EOFError) as exc:
         raise StoreError(f"a stored session state (version {version}) is damaged: {exc}") from exc

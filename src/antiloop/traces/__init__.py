@@ -8,7 +8,9 @@ A scanner reads finished runs with these, to find loops after the fact::
 
 Formats (detected from the content): ``jsonl`` (PROTOCOL.md section 2 events),
 ``swe-agent`` (``.traj``), ``mini-swe-agent-1`` and ``mini-swe-agent-2``, ``openhands`` (event
-lists and eval JSONL) and ``claude-code`` (session and subagent transcripts). Each reader's module
+lists and eval JSONL of OpenHands before its agent SDK), ``openhands-sdk`` (the agent SDK's V1
+events: persisted conversation folders, event lists, event JSONL, eval JSONL) and ``claude-code``
+(session and subagent transcripts). Each reader's module
 docstring says how its format maps onto ``Step``; step order is the canonical step index of the
 corpus' FORMATS.md.
 """

@@ -26,6 +26,7 @@ FORMATS = (
     "mini-swe-agent-1",
     "mini-swe-agent-2",
     "openhands",
+    "openhands-sdk",
     "claude-code",
 )
 """The format names ``read_runs`` accepts (besides ``"auto"``)."""

@@ -12,6 +12,14 @@ from antiloop.traces.claude_code import is_entry, read_claude_code
 from antiloop.traces.jsonl import read_jsonl
 from antiloop.traces.mini_swe_agent import read_v1, read_v2
 from antiloop.traces.openhands import is_event_list, read_openhands
+from antiloop.traces.openhands_sdk_files import (
+    is_conversation_dir,
+    is_event_file,
+    looks_like,
+    looks_like_line,
+    read_conversation_dir,
+    read_openhands_sdk,
+)
 from antiloop.traces.swe_agent import read_swe_agent
 
 Reader = Callable[[Source], Iterator[Run]]
@@ -22,6 +30,7 @@ READERS: dict[str, Reader] = {
     "mini-swe-agent-1": read_v1,
     "mini-swe-agent-2": read_v2,
     "openhands": read_openhands,
+    "openhands-sdk": read_openhands_sdk,
     "claude-code": read_claude_code,
 }
 
@@ -43,6 +52,8 @@ def _mini_version(doc: dict[str, Any]) -> str | None:
 
 def _sniff_document(doc: object) -> str | None:
     """The format of a file that is one JSON value, or None."""
+    if looks_like(doc):
+        return "openhands-sdk"
     if is_event_list(doc):
         return "openhands"
     if not isinstance(doc, dict):
@@ -65,6 +76,8 @@ def _sniff_line(value: object) -> str | None:
         return None
     if "tool" in value:
         return "jsonl"
+    if looks_like_line(value):
+        return "openhands-sdk"
     if isinstance(value.get("history"), list):
         return "openhands"
     if is_entry(value):
@@ -120,6 +133,8 @@ def detect_format(path: Path) -> str | None:
         >>> detect_format(Path("run.traj")) # doctest: +SKIP
         'swe-agent'
     """
+    if path.is_dir():
+        return "openhands-sdk" if is_conversation_dir(path) else None
     try:
         source = Source.read(path)
     except UnknownFormat:
@@ -131,7 +146,7 @@ def read_runs(path: Path, format: str = "auto") -> Iterator[Run]:
     """Read the runs a trace file holds.
 
     Args:
-        path: a trace file.
+        path: a trace file, or a persisted OpenHands SDK conversation folder.
         format: ``"auto"`` to detect it from the content, or one of ``FORMATS``.
 
     Returns:
@@ -145,6 +160,10 @@ def read_runs(path: Path, format: str = "auto") -> Iterator[Run]:
     if format != "auto" and format not in READERS:
         known = ", ".join(FORMATS)
         raise UnknownFormat(f"unknown trace format {format!r}; known: auto, {known}")
+    if path.is_dir():
+        if format in ("auto", "openhands-sdk") and is_conversation_dir(path):
+            return read_conversation_dir(path)
+        raise UnknownFormat(f"{path}: a folder that is no persisted OpenHands SDK conversation")
     source = Source.read(path)
     chosen = sniff(source) if format == "auto" else format
     if chosen is None:
@@ -155,16 +174,47 @@ def read_runs(path: Path, format: str = "auto") -> Iterator[Run]:
     return READERS[chosen](source)
 
 
+_DOCUMENTATION = frozenset({".md", ".markdown", ".rst", ".adoc"})
+
+
 def iter_paths(paths: Sequence[Path]) -> Iterator[Path]:
-    """The files named, with directories expanded recursively, each directory's files sorted.
+    """The traces named: files, with directories expanded recursively, each one's files sorted.
+
+    In a directory, documentation files (``.md``, ``.rst``, ``.adoc``) are left out.
+
+    A persisted OpenHands SDK conversation (a folder with ``base_state.json`` and
+    ``events/event-*.json``) is one trace: its folder is yielded, once, in place of its files.
 
     Raises:
         FileNotFoundError: a path does not exist.
     """
     for path in paths:
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.is_file())
+            yield from _expand(path)
         elif path.exists():
             yield path
         else:
             raise FileNotFoundError(f"no such file or directory: {path}")
+
+
+def _expand(folder: Path) -> Iterator[Path]:
+    if is_conversation_dir(folder):
+        yield folder
+        return
+    # A folder's documentation (README.md, notes.rst) is no trace: skipped in a walk, while a
+    # documentation file named on its own is read, and reported unreadable.
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() not in _DOCUMENTATION
+    )
+    roots: set[Path] = set()
+    for events in {f.parent for f in files if is_event_file(f)}:
+        if is_conversation_dir(events):
+            roots.add(events.parent if is_conversation_dir(events.parent) else events)
+    given: set[Path] = set()
+    for file in files:
+        owner = next((p for p in file.parents if p in roots), None)
+        if owner is None:
+            yield file
+        elif owner not in given:
+            given.add(owner)
+            yield owner

@@ -187,7 +187,20 @@ def _run_from_events(
         costs=costs_or_empty(costs),
         total_cost_usd=number(metrics.get("accumulated_cost")),
         meta=meta,
+        problems=() if steps else (_no_steps(events),),
     )
+
+
+def _no_steps(events: list[dict[str, Any]]) -> str:
+    """Why a history gives no step: what its events are instead."""
+    actions = sorted({a for e in events if (a := text(e.get("action"))) is not None})
+    if any(isinstance(e.get("action"), dict) for e in events):
+        return (
+            f"no agent action among {len(events)} events: their actions are objects, as in "
+            "OpenHands agent-SDK events (--format openhands-sdk reads those)"
+        )
+    listed = ", ".join(actions) if actions else "none"
+    return f"no agent tool action among {len(events)} events (actions: {listed})"
 
 
 def read_openhands(source: Source) -> Iterator[Run]:

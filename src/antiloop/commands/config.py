@@ -1,0 +1,58 @@
+"""``antiloop config check [FILE]``: validate a config with the parser every command uses.
+
+Without FILE, the file the hooks would read: ``ANTILOOP_CONFIG``, else ``antiloop.toml`` in
+the project directory (``CLAUDE_PROJECT_DIR``, ``GEMINI_PROJECT_DIR``) or here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from antiloop.errors import ConfigError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``antiloop config``."""
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    check = sub.add_parser("check", help="validate a config file (every key and table)")
+    check.add_argument("file", nargs="?", help="the file (default: the one the hooks read)")
+    parser.set_defaults(handler=run)
+
+
+def run(ns: argparse.Namespace) -> int:
+    """Validate the file: one line saying what it holds, or what is wrong in it."""
+    from antiloop.hooks.config import find_config
+
+    path = find_config(ns.file, os.environ, str(Path.cwd()))
+    if path is None:
+        print(
+            "antiloop: no config file here (antiloop.toml, or ANTILOOP_CONFIG): the defaults apply"
+        )
+        return 0
+    if not path.is_file():
+        raise ConfigError(f"no config file {path}")
+    print(f"antiloop: {path} is valid ({describe(path)})")
+    return 0
+
+
+def describe(path: Path | str) -> str:
+    """Check every part of a config file as the part it configures reads it; say what it sets.
+
+    Raises:
+        ConfigError: naming the first unknown key, bad value or unreadable part.
+    """
+    from antiloop.approval.policy import ApprovalPolicy
+    from antiloop.config import GuardConfig, read_settings
+    from antiloop.hooks.config import _hook_table
+
+    settings = read_settings(path)
+    GuardConfig.from_mapping(settings.guard, source=settings.source)
+    approval = settings.tables.get("approval")
+    if approval is not None:
+        ApprovalPolicy.from_mapping(approval, f"{settings.source} [approval]")
+    _hook_table(settings.tables.get("hooks", {}), settings.source)
+    parts = [f"{len(settings.guard)} guard keys"]
+    parts += [f"[{name}] {len(table)} keys" for name, table in settings.tables.items()]
+    return ", ".join(parts)
