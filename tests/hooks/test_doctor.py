@@ -147,5 +147,7 @@ def test_permissions_fail_when_others_may_read_the_store_or_antiloops_directory(
     elsewhere = tmp_path / "shared" / "antiloop.db"
     SQLiteStore(elsewhere).sessions()
     elsewhere.parent.chmod(0o755)  # a directory the user chose, others may list: a warning
+    db.chmod(0o644)  # in ~/.antiloop, which this configuration does not use: not looked at
     found = permissions_check({**here, "ANTILOOP_STORE": f"sqlite:///{elsewhere}"})
     assert (found.ok, "others may list the store's directory" in found.detail) == (None, True)
+    assert str(db) not in found.detail

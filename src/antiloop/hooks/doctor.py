@@ -147,8 +147,9 @@ def permissions_check(env: Mapping[str, str]) -> Check:
     """Only the user can read what antiloop keeps: the store's files and ``~/.antiloop``.
 
     Fails when the SQLite store, its ``-wal`` or ``-shm``, or anything in ``~/.antiloop``
-    (the default store's directory, the daemon's sockets) is open to the group or others;
-    warns for a store directory elsewhere that others may list.
+    (the default store's directory, the daemon's sockets), when this configuration keeps
+    something there, is open to the group or others; warns for a store directory elsewhere
+    that others may list.
     """
     from antiloop._files import open_to_others
 
@@ -168,7 +169,7 @@ def permissions_check(env: Mapping[str, str]) -> Check:
         return Check(
             "permissions", None, "others may list the store's directory " + _modes(warning)
         )
-    return Check("permissions", True, f"only you can read the store and {home} ({seen} checked)")
+    return Check("permissions", True, f"only you can read the store's files ({seen} checked)")
 
 
 def _kept_paths(env: Mapping[str, str], home: Path) -> list[Path]:
@@ -190,8 +191,8 @@ def _kept_paths(env: Mapping[str, str], home: Path) -> list[Path]:
             found.append(db.parent)
     if enabled(env):
         found.append(Path(socket_dir(env)))
-    if home.is_dir():
-        found.append(home)
+    if home.is_dir() and any(p == home or home in p.parents for p in found):
+        found.append(home)  # used by this configuration: everything in it
         for root, dirs, files in os.walk(home):
             found += [Path(root, name) for name in (*dirs, *files)]
             if len(found) > _WALK_LIMIT:
