@@ -9,7 +9,8 @@ from pathlib import Path
 from tests.hooks.conftest import ANTILOOP
 
 from antiloop.hooks import installer
-from antiloop.hooks.doctor import diagnose, installations
+from antiloop.hooks.doctor import diagnose, installations, permissions_check
+from antiloop.stores.sqlite import SQLiteStore
 
 
 def _findings(checks: list) -> dict[str, bool | None]:  # type: ignore[type-arg]
@@ -20,13 +21,15 @@ def test_a_good_installation_passes_every_check(tmp_path: Path, env: dict[str, s
     """Settings, entries, command, a dry run that stops a repeat, store and config: all ok."""
     path = tmp_path / "settings.json"
     installer.install("claude-code", path)
-    checks = diagnose("claude-code", path, env=env, cwd=str(tmp_path))
+    home = {**env, "HOME": str(tmp_path / "home")}
+    checks = diagnose("claude-code", path, env=home, cwd=str(tmp_path))
     assert _findings(checks) == {
         "settings": True,
         "entries": True,
         "command": True,
         "dry run": True,
         "store": True,
+        "permissions": True,
         "config": True,
         "daemon": True,
     }
@@ -115,3 +118,36 @@ def test_the_doctor_command_line(tmp_path: Path, env: dict[str, str]) -> None:
     )
     assert bad.returncode == 1
     assert "FAIL" in bad.stdout
+
+
+def test_permissions_fail_when_others_may_read_the_store_or_antiloops_directory(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A store file, ``-wal`` or ``~/.antiloop`` open to others fails; a listable dir warns."""
+    home = tmp_path / "home"
+    db = home / ".antiloop" / "antiloop.db"
+    here = {**env, "HOME": str(home), "ANTILOOP_STORE": f"sqlite:///{db}"}
+    store = SQLiteStore(db)
+    with store.transaction("s") as state:  # the -wal and -shm exist while it is open
+        state.steps += 1
+    assert permissions_check(here).ok is True
+    db.chmod(0o644)
+    found = permissions_check(here)
+    assert found.ok is False
+    assert f"{db} (644)" in found.detail
+    db.chmod(0o600)
+    Path(f"{db}-wal").chmod(0o640)
+    assert permissions_check(here).ok is False
+    Path(f"{db}-wal").chmod(0o600)
+    db.parent.chmod(0o755)
+    assert f"{db.parent} (755)" in permissions_check(here).detail
+    db.parent.chmod(0o700)
+    store.close()
+
+    elsewhere = tmp_path / "shared" / "antiloop.db"
+    SQLiteStore(elsewhere).sessions()
+    elsewhere.parent.chmod(0o755)  # a directory the user chose, others may list: a warning
+    db.chmod(0o644)  # in ~/.antiloop, which this configuration does not use: not looked at
+    found = permissions_check({**here, "ANTILOOP_STORE": f"sqlite:///{elsewhere}"})
+    assert (found.ok, "others may list the store's directory" in found.detail) == (None, True)
+    assert str(db) not in found.detail

@@ -4,7 +4,9 @@
     antiloop log SESSION              one session's timeline
     antiloop log SESSION -f           ... and follow it live (Ctrl+C stops)
     antiloop log [SESSION] --jsonl    export records as JSON lines
-    antiloop log verify               check the hash chain: exit 0 intact, 1 tampered
+    antiloop log verify               check the hash chain (and, on SQLite, the file with
+                                      SQLite's quick_check and integrity_check): exit 0
+                                      sound, 1 tampered or damaged
 
 ``--store URL`` everywhere (default: ``ANTILOOP_STORE``, else ``~/.antiloop/antiloop.db``). A
 session literally named ``verify`` is shown with ``--session verify``.
@@ -28,6 +30,8 @@ from antiloop.stores.auditlog import AuditRecord
 
 EXIT_OK = 0
 EXIT_TAMPERED = 1
+EXIT_DAMAGED = 1
+_DAMAGE_SHOWN = 20
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -113,22 +117,35 @@ def follow(
 
 
 def verify(store: AuditLog, out: IO[str]) -> int:
-    """Check the chain; print each problem; 0 when intact, 1 when tampered."""
-    problems = store.verify_audit()
+    """Check the file (SQLite's own checks) and the chain; 0 when both are sound, else 1."""
     url = getattr(store, "url", "the store")
-    if not problems:
-        count = 0
-        head = ""
-        for record in store.audit_records():
-            count += 1
-            head = record.hash
-        out.write(f"ok: {count} audit records in {url}, chain intact")
-        out.write(f" (head {head[:16]})\n" if head else "\n")
-        return EXIT_OK
-    out.write(f"TAMPERED: {len(problems)} problem(s) in the audit log of {url}\n")
-    for p in problems:
-        out.write(f"  {p.kind:8} record {p.seq}: {p.message}\n")
-    return EXIT_TAMPERED
+    check_file = getattr(store, "check_integrity", None)
+    damage: list[str] = check_file() if check_file is not None else []
+    problems = store.verify_audit()
+    if damage:
+        out.write(f"DAMAGED: SQLite found {len(damage)} problem(s) in the file of {url}\n")
+        for line in damage[:_DAMAGE_SHOWN]:
+            out.write(f"  {line}\n")
+        if len(damage) > _DAMAGE_SHOWN:
+            out.write(f"  ... and {len(damage) - _DAMAGE_SHOWN} more\n")
+        out.write("  keep a copy of the file (sqlite3's .recover may save its rows)\n")
+    if problems:
+        out.write(f"TAMPERED: {len(problems)} problem(s) in the audit log of {url}\n")
+        for p in problems:
+            out.write(f"  {p.kind:8} record {p.seq}: {p.message}\n")
+        return EXIT_TAMPERED
+    count = 0
+    head = ""
+    for record in store.audit_records():
+        count += 1
+        head = record.hash
+    checked = ""
+    if check_file is not None:
+        checked = f", SQLite integrity_check {'found damage' if damage else 'ok'}"
+    out.write(f"{'DAMAGED' if damage else 'ok'}: {count} audit records in {url}")
+    out.write(f", chain intact{checked}")
+    out.write(f" (head {head[:16]})\n" if head else "\n")
+    return EXIT_DAMAGED if damage else EXIT_OK
 
 
 def _write(

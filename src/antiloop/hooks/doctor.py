@@ -5,7 +5,8 @@ every event, and hooks are not switched off; the command resolves to an executab
 of the command, exactly as the agent runs it (through the shell, JSON on stdin), answers a
 PreToolUse and then stops a repeated PostToolUse with a fingerprint, against a throw-away
 store; the real store (``ANTILOOP_STORE``) is writable; the hook config parses; the hook
-daemon is off, running, or will be started by the next event.
+daemon is off, running, or will be started by the next event; only the user can read the
+store's files and ``~/.antiloop`` (``permissions``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from typing import Any
 from antiloop.errors import ConfigError
 from antiloop.hooks import installer
 
-__all__ = ["Check", "diagnose", "dry_run_payloads", "installations"]
+__all__ = ["Check", "diagnose", "dry_run_payloads", "installations", "permissions_check"]
+
+_SHOWN = 5  # open files named in the finding
+_WALK_LIMIT = 2000  # entries of ~/.antiloop looked at
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,9 +137,81 @@ def diagnose(
     if run and resolved.ok:
         checks.append(_dry_run(agent, command, env, cwd or str(Path.cwd())))
     checks.append(_store(env))
+    checks.append(permissions_check(env))
     checks.append(_config(env, cwd))
     checks.append(daemon_check(env))
     return checks
+
+
+def permissions_check(env: Mapping[str, str]) -> Check:
+    """Only the user can read what antiloop keeps: the store's files and ``~/.antiloop``.
+
+    Fails when the SQLite store, its ``-wal`` or ``-shm``, or anything in ``~/.antiloop``
+    (the default store's directory, the daemon's sockets), when this configuration keeps
+    something there, is open to the group or others; warns for a store directory elsewhere
+    that others may list.
+    """
+    from antiloop._files import open_to_others
+
+    home = Path(env.get("HOME") or Path.home()) / ".antiloop"
+    failing: list[Path] = []
+    warning: list[Path] = []
+    seen = 0
+    for path in _kept_paths(env, home):
+        seen += 1
+        if not open_to_others(path):
+            continue
+        inside = path == home or home in path.parents
+        (failing if inside or not path.is_dir() else warning).append(path)
+    if failing:
+        return Check("permissions", False, "open to other users: " + _modes(failing))
+    if warning:
+        return Check(
+            "permissions", None, "others may list the store's directory " + _modes(warning)
+        )
+    return Check("permissions", True, f"only you can read the store's files ({seen} checked)")
+
+
+def _kept_paths(env: Mapping[str, str], home: Path) -> list[Path]:
+    """The existing files and directories antiloop keeps for this configuration."""
+    from antiloop._hook_client import enabled, socket_dir
+    from antiloop.hooks.runner import store_url
+
+    found: list[Path] = []
+    url = store_url(env)
+    if url.startswith("sqlite:"):
+        from antiloop.stores.sqlite import SQLiteStore
+
+        try:
+            db = SQLiteStore.from_url(url).path  # only parsed: nothing is opened
+        except ConfigError:
+            db = None  # the store check says what is wrong with the URL
+        if db is not None:
+            found += [db, db.with_name(f"{db.name}-wal"), db.with_name(f"{db.name}-shm")]
+            found.append(db.parent)
+    if enabled(env):
+        found.append(Path(socket_dir(env)))
+    if home.is_dir() and any(p == home or home in p.parents for p in found):
+        found.append(home)  # used by this configuration: everything in it
+        for root, dirs, files in os.walk(home):
+            found += [Path(root, name) for name in (*dirs, *files)]
+            if len(found) > _WALK_LIMIT:
+                break
+    unique = dict.fromkeys(p for p in found if p.exists())
+    return list(unique)
+
+
+def _modes(paths: list[Path]) -> str:
+    shown = ", ".join(f"{p} ({_mode(p)})" for p in paths[:_SHOWN])
+    more = f" and {len(paths) - _SHOWN} more" if len(paths) > _SHOWN else ""
+    return f"{shown}{more}: chmod 600 the files and 700 the directories"
+
+
+def _mode(path: Path) -> str:
+    try:
+        return f"{path.stat().st_mode & 0o777:o}"
+    except OSError:
+        return "gone"
 
 
 def daemon_check(env: Mapping[str, str]) -> Check:
