@@ -397,3 +397,24 @@ def test_the_encoded_state_holds_no_raw_secret() -> None:
     assert again.streams["agent"].messages[-1].text == "the key is [REDACTED]"
     assert again.streams["agent"].window[-1].context == "mysql -p[REDACTED] -e 'select 1'"
     assert again.streams["agent"].window[-1].readings.head == "denied for [REDACTED]"
+
+
+@pytest.mark.parametrize("pad", [0, 9, 17, 25, 33, 41, 49, 57, 65, 73, 81, 89, 97, 105])
+def test_no_secret_is_left_half_cut_in_a_fingerprint_or_reason(pad: int) -> None:
+    """The result's head, the error line and the context are redacted before they are cut,
+    wherever the secret falls against the cut."""
+    from antiloop import Guard
+
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    words = " ".join(["step"] * (pad // 5 + 1))
+    out = f"{words} aws_secret_access_key={secret} ok\n"
+    command = f"echo {words} && aws configure set aws_secret_access_key {secret}"
+    guard = Guard()
+    for _ in range(2):
+        verdict = guard.record({"tool": "Bash", "args": {"command": command}, "output": out})
+    assert verdict.detector == "repeat"
+    shown = f"{verdict.fingerprint} {verdict.reason} {verdict.hint}"
+    denied = guard.check("Bash", {"command": command}).reason
+    for start in range(len(secret) - 7):
+        assert secret[start : start + 8] not in shown, (secret[start : start + 8], shown)
+        assert secret[start : start + 8] not in denied, denied
