@@ -4,7 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test sysdeps lint typecheck unit conformance bench clean
+.PHONY: demo test sysdeps clis lint typecheck unit conformance bench clean
+
+# The real agent CLIs the hook tests drive (tests/hooks/test_real_clis.py), pinned, installed
+# once into an ignored folder. Without npm the tests skip with the reason (and fail under CI=true).
+CLIS_DIR := .cache/clis
+CLIS_STAMP := $(CLIS_DIR)/.installed
+CLIS_PACKAGES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 @google/gemini-cli@0.61.0
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,7 +21,16 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/antiloop demo
 
-test: $(STAMP) sysdeps lint typecheck unit conformance
+test: $(STAMP) sysdeps clis lint typecheck unit conformance
+
+clis: $(CLIS_STAMP)
+
+$(CLIS_STAMP): Makefile
+	@if command -v npm >/dev/null; then \
+	  echo "installing the agent CLIs for the hook tests into $(CLIS_DIR)"; \
+	  npm install --prefix $(CLIS_DIR) --no-audit --no-fund --no-save --loglevel=error \
+	    $(CLIS_PACKAGES) && touch $@; \
+	else echo "note: npm is missing; the real agent CLI tests will skip"; fi
 
 # Debian's chromium for the browser tests (Playwright drives it; nothing is downloaded at run
 # time). Installed when missing and we may use apt-get; elsewhere those tests skip with a reason.
@@ -46,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(CLIS_DIR)

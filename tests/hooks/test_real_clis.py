@@ -1,0 +1,73 @@
+"""The hooks inside the real Claude Code, Codex and Gemini CLI (npm), headless, scripted model.
+
+Each test installs antiloop as the README says (``antiloop install <agent> --project``), runs
+the CLI once against the scripted model on 127.0.0.1 and reads what the model was sent, what
+ran in the project, and the audit log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.hooks.real_clis import CLIS, FINGERPRINT, CliProject, Say, binary, shell
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+WRAPPERS = ("untrusted_context", "Output:", "PGID", "&lt;", "&gt;", "Exit Code")
+
+
+@pytest.fixture(params=CLIS)
+def cli(request: pytest.FixtureRequest, tmp_path: Path) -> CliProject:
+    """A fresh HOME and project for one CLI, antiloop installed in the project."""
+    binary(request.param)
+    project = CliProject(request.param, tmp_path)
+    project.install()
+    project.trust_folder()
+    return project
+
+
+def test_a_repeat_is_blocked_then_the_next_try_is_refused(cli: CliProject) -> None:
+    twice = [shell(cli.cli, "sh count.sh")] * 3
+    ran = cli.run([*twice, Say("finished")])
+    assert ran.proc.returncode == 0, ran.log
+    assert cli.calls() == 2, ran.log  # the third call was refused before it ran
+    audit = cli.audit()
+    blocked = [r for r in audit if r.kind == "step" and r.fingerprint]
+    denied = [r for r in audit if r.kind == "check" and r.fingerprint]
+    assert len(blocked) == 1 and len(denied) == 1, [(r.kind, r.fingerprint) for r in audit]
+    fp = blocked[0].fingerprint
+    assert denied[0].fingerprint == fp
+    assert "<2 lines>" in fp, fp  # the result as the tool gave it
+    assert not any(w in fp for w in WRAPPERS), fp
+    after_block, after_deny = ran.after(2), ran.after(3)
+    assert "ran twice in a row" in after_block and fp in after_block, after_block[-2000:]
+    assert "was stopped as a loop" in after_deny and fp in after_deny, after_deny[-2000:]
+    seen = set(FINGERPRINT.findall(after_deny))
+    assert seen == {fp}, seen
+
+
+def test_three_different_failures_give_the_failure_streak(cli: CliProject) -> None:
+    script = [shell(cli.cli, f"sh fail.sh {n}") for n in (1, 2, 3)]
+    ran = cli.run([*script, Say("giving up")])
+    assert ran.proc.returncode == 0, ran.log
+    after = ran.after(3)
+    assert "failed 3 times" in after, after[-2000:]
+    assert "missing part 3" in after
+    streak = [r for r in cli.audit() if r.detector == "fail-streak"]
+    assert len(streak) == 1, [(r.kind, r.detector, r.exit_code) for r in cli.audit()]
+    assert streak[0].exit_code == 1
+
+
+def test_default_config_runs_every_command_the_person_allowed(cli: CliProject) -> None:
+    commands = ["touch made.txt", "mkdir -p build/out", "sh count.sh", "rm -f made.txt"]
+    ran = cli.run([*(shell(cli.cli, c) for c in commands), Say("done")])
+    assert ran.proc.returncode == 0, ran.log
+    assert (cli.project / "build" / "out").is_dir(), ran.log
+    assert not (cli.project / "made.txt").exists(), ran.log
+    assert cli.calls() == 1, ran.log
+    last = ran.model.main_requests[-1]
+    assert len(last.result_texts) == len(commands), ran.log
+    assert not any("antiloop" in r for r in last.result_texts), last.result_texts
+    refused = [r for r in cli.audit() if r.kind == "check"]
+    assert refused == [], [(r.tool, r.detail) for r in refused]
