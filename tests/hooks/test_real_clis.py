@@ -60,14 +60,15 @@ def test_three_different_failures_give_the_failure_streak(cli: CliProject) -> No
 
 
 def test_default_config_runs_every_command_the_person_allowed(cli: CliProject) -> None:
-    commands = ["touch made.txt", "mkdir -p build/out", "sh count.sh", "rm -f made.txt"]
-    ran = cli.run([*(shell(cli.cli, c) for c in commands), Say("done")])
+    # writes and shell commands the old default approval policy asked about; no `rm`, which
+    # Gemini CLI itself refuses in a headless run whatever is allowed
+    commands = ["touch made.txt", "mkdir -p build/out", "cp made.txt build/out/copy.txt"]
+    ran = cli.run([*(shell(cli.cli, c) for c in [*commands, "sh count.sh"]), Say("done")])
     assert ran.proc.returncode == 0, ran.log
-    assert (cli.project / "build" / "out").is_dir(), ran.log
-    assert not (cli.project / "made.txt").exists(), ran.log
+    assert (cli.project / "build" / "out" / "copy.txt").is_file(), ran.log
     assert cli.calls() == 1, ran.log
     last = ran.model.main_requests[-1]
-    assert len(last.result_texts) == len(commands), ran.log
+    assert len(last.result_texts) == len(commands) + 1, ran.log
     assert not any("antiloop" in r for r in last.result_texts), last.result_texts
     refused = [r for r in cli.audit() if r.kind == "check"]
     assert refused == [], [(r.tool, r.detail) for r in refused]
