@@ -169,9 +169,11 @@ class ModelServer:
                 continue
             if isinstance(tool.get("name"), str):
                 names.append(tool["name"])
-            for decl in tool.get("functionDeclarations") or ():
-                if isinstance(decl, dict) and isinstance(decl.get("name"), str):
-                    names.append(decl["name"])
+            names.extend(
+                decl["name"]
+                for decl in tool.get("functionDeclarations") or ()
+                if isinstance(decl, dict) and isinstance(decl.get("name"), str)
+            )
         return tuple(names)
 
     @staticmethod
@@ -262,7 +264,10 @@ def _anthropic_events(move: Move, n: int) -> list[tuple[str | None, object]]:
         block = {"type": "text", "text": ""}
         delta = {"type": "text_delta", "text": move.text}
     events += [
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        ),
         ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
         (

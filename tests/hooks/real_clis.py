@@ -92,7 +92,8 @@ class Ran:
     def log(self) -> str:
         """The CLI's output, for assertion messages."""
         errors = "".join(f"model server: {e}\n" for e in self.model.errors)
-        return f"{errors}exit {self.proc.returncode}\n{self.proc.stdout[-3000:]}\n{self.proc.stderr[-3000:]}"
+        out, err = self.proc.stdout[-3000:], self.proc.stderr[-3000:]
+        return f"{errors}exit {self.proc.returncode}\n{out}\n{err}"
 
 
 @dataclass

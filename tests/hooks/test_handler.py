@@ -267,13 +267,13 @@ def test_feedback_from_a_person_reaches_the_model(call: Call, env: dict[str, str
 
 
 def test_gemini_answers_in_its_dialect(call: Call) -> None:
-    """AfterTool appends the loop reason to the result; BeforeTool denies with decision."""
+    """A repeat's reason replaces the repeated result; BeforeTool denies with decision."""
     after = GEMINI_EVENTS["AfterTool"] | {"session_id": "gem"}
     assert call(after, "gemini") is None
     second = call(after, "gemini")
     assert second is not None
-    assert "AGENT::main::" in second["hookSpecificOutput"]["additionalContext"]
-    assert "decision" not in second  # the real output is not hidden
+    assert second["decision"] == "deny"  # Gemini would HTML-escape additionalContext
+    assert "AGENT::main::" in second["reason"]
     before = call(GEMINI_EVENTS["BeforeTool"] | {"session_id": "gem"}, "gemini")
     assert before is not None
     assert before["decision"] == "deny"

@@ -65,8 +65,8 @@ def installations(
     return found
 
 
-def dry_run_payloads(agent: str, session: str, cwd: str) -> list[dict[str, Any]]:
-    """A harmless PreToolUse, then the same PostToolUse twice (the second is a repeat)."""
+def dry_run_payloads(agent: str, session: str, cwd: str, repeats: int = 2) -> list[dict[str, Any]]:
+    """A harmless PreToolUse, then the same PostToolUse ``repeats`` times (the last repeats)."""
     if agent == "gemini":
         pre = {"hook_event_name": "BeforeTool", "tool_name": "read_file"}
         post = {
@@ -90,19 +90,22 @@ def dry_run_payloads(agent: str, session: str, cwd: str) -> list[dict[str, Any]]
     base = {"session_id": session, "cwd": cwd, "transcript_path": None}
     return [
         {**base, **pre, "tool_input": args},
-        {**base, **post, "tool_input": args, "tool_use_id": "doctor-1"},
-        {**base, **post, "tool_input": args, "tool_use_id": "doctor-2"},
+        *(
+            {**base, **post, "tool_input": args, "tool_use_id": f"doctor-{n}"}
+            for n in range(1, max(repeats, 2) + 1)
+        ),
     ]
 
 
-def project_of(agent: str, path: Path, cwd: str | None = None) -> Path:
+def project_of(
+    agent: str, path: Path, cwd: str | None = None, env: Mapping[str, str] | None = None
+) -> Path:
     """The project directory an installation's hook judges events of.
 
     A project settings file (``<project>/.claude/settings.json``, ``.gemini/``, ``.codex/``)
     names its project; for user settings it is where the agent runs (``cwd``).
     """
-    folder = {"claude-code": ".claude", "gemini": ".gemini", "codex": ".codex"}[agent]
-    if _is_project(agent, path) and path.parent.name == folder:
+    if _is_project(agent, path, env):
         return path.parent.parent.resolve()
     return Path(cwd or Path.cwd()).resolve()
 
@@ -141,7 +144,7 @@ def diagnose(
     else:
         checks.append(Check("entries", True, f"all {len(wanted)} events: {', '.join(wanted)}"))
     checks.extend(_switches(agent, data))
-    project = project_of(agent, path, cwd)
+    project = project_of(agent, path, cwd, env)
     checks.extend(trust_checks(agent, path, project, env))
     if len(commands) > 1:
         checks.append(Check("command", None, f"{len(commands)} different commands: {commands}"))
@@ -184,7 +187,7 @@ def _config_option(command: str) -> str | None:
 
 def trust_checks(agent: str, path: Path, project: Path, env: Mapping[str, str]) -> list[Check]:
     """What the agent itself must trust before it runs these hooks (Codex, Gemini CLI)."""
-    scope = "--project" if _is_project(agent, path) else ""
+    scope = "--project" if _is_project(agent, path, env) else ""
     if agent == "codex":
         from antiloop.hooks import codex_trust
 
@@ -224,8 +227,14 @@ def trust_checks(agent: str, path: Path, project: Path, env: Mapping[str, str]) 
     return []
 
 
-def _is_project(agent: str, path: Path) -> bool:
-    user = installer.settings_path(agent, "user")
+_FOLDERS = {"claude-code": ".claude", "gemini": ".gemini", "codex": ".codex"}
+
+
+def _is_project(agent: str, path: Path, env: Mapping[str, str] | None = None) -> bool:
+    """A project's settings: in its ``.claude``/``.gemini``/``.codex``, not the user's."""
+    if path.parent.name != _FOLDERS[agent]:
+        return False
+    user = installer.settings_path(agent, "user", env=env)
     return path.resolve() != user.resolve()
 
 
@@ -290,7 +299,7 @@ def _dry_run(agent: str, command: str, env: Mapping[str, str], cwd: str) -> Chec
         answers: list[str] = []
         took: list[float] = []
         where = cwd if Path(cwd).is_dir() else tmp
-        for payload in dry_run_payloads(agent, session, where):
+        for payload in dry_run_payloads(agent, session, where, _repeats(env, where)):
             started = time.perf_counter()
             try:
                 proc = subprocess.run(  # noqa: S602 - the agent runs the command through a shell
@@ -325,17 +334,27 @@ def _dry_run(agent: str, command: str, env: Mapping[str, str], cwd: str) -> Chec
         return Check("dry run", False, f"the hook could not judge: {unchecked[:300]}")
     if answers[0]:
         return Check("dry run", False, f"a harmless call got an answer: {answers[0][:200]}")
-    if "AGENT::" not in answers[2]:
+    if "AGENT::" not in answers[-1]:
         return Check(
-            "dry run", False, f"a repeated call was not stopped: {answers[2][:200] or '(nothing)'}"
+            "dry run", False, f"a repeated call was not stopped: {answers[-1][:200] or '(nothing)'}"
         )
     mean = sum(took) / len(took)
     return Check(
         "dry run",
         True,
-        f"3 invocations as the agent runs them: the repeat is stopped "
+        f"{len(answers)} invocations as the agent runs them: the repeat is stopped "
         f"with its fingerprint ({mean:.0f} ms each)",
     )
+
+
+def _repeats(env: Mapping[str, str], cwd: str) -> int:
+    """How many identical calls the hook's config takes to call a repeat (2 by default)."""
+    from antiloop.hooks.config import load_hook_config
+
+    try:
+        return min(max(load_hook_config(None, env, cwd).guard_config().repeat_threshold, 2), 20)
+    except Exception:
+        return 2
 
 
 def _store(env: Mapping[str, str]) -> Check:

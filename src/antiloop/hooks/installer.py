@@ -122,19 +122,20 @@ def settings_path(
     if scope == "local" and agent != "claude-code":
         raise ConfigError("--local is Claude Code's settings.local.json only")
     base = Path(cwd) if cwd is not None else Path.cwd()
+    user_home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     if agent == "claude-code":
         if scope == "user":
             home = env.get("CLAUDE_CONFIG_DIR")
-            return (Path(home) if home else Path.home() / ".claude").expanduser() / "settings.json"
+            return (Path(home) if home else user_home / ".claude").expanduser() / "settings.json"
         name = "settings.local.json" if scope == "local" else "settings.json"
         return base / ".claude" / name
     if agent == "gemini":
-        root = Path.home() / ".gemini" if scope == "user" else base / ".gemini"
+        root = user_home / ".gemini" if scope == "user" else base / ".gemini"
         return root / "settings.json"
     if scope == "project":
         return base / ".codex" / "hooks.json"
     home = env.get("CODEX_HOME")
-    return (Path(home).expanduser() if home else Path.home() / ".codex") / "hooks.json"
+    return (Path(home).expanduser() if home else user_home / ".codex") / "hooks.json"
 
 
 def default_command(agent: str, executable: str | None = None, *, shared: bool = False) -> str:

@@ -36,7 +36,7 @@ _UNTRUSTED = re.compile(r"^\s*<untrusted_context>\n?(.*?)\n?</untrusted_context>
 _GEMINI_HEAD = re.compile(r"^(?:Command|Directory): ")
 _GEMINI_TAIL = re.compile(r"^(Error|Exit Code|Signal|Background PIDs|Process Group PGID): (.*)$")
 _CODEX_HEAD = re.compile(
-    r"^(?:(?:Exit code|Process exited with code): ?(?P<code>-?\d+)|Wall time: [^\n]*"
+    r"^(?:(?:Exit code:|Process exited with code) ?(?P<code>-?\d+)|Wall time: [^\n]*"
     r"|Chunk ID: [^\n]*|Original token count: [^\n]*|Total output lines: [^\n]*)$"
 )
 _ROLLOUT_TAIL = 256 * 1024
@@ -83,7 +83,7 @@ def gemini_shell(text: str) -> tuple[str, int | None, str | None]:
 def codex_shell(text: str) -> tuple[str, int | None]:
     """(output, exit code) of a Codex shell result string; the code is None when not given."""
     head, sep, rest = text.partition("Output:\n")
-    if not sep:
+    if not sep or not head.strip():
         return text, None
     code: int | None = None
     for line in head.splitlines():
