@@ -49,8 +49,7 @@ def measure(cli: str, rounds: int, root: Path) -> tuple[list[float], list[float]
         without.append(_time(bare, cli))
         with_hooks.append(_time(hooked, cli))
     events = sum(1 for r in hooked.audit() if r.kind == "step")
-    for run in (root / "hooked" / "run").glob("*.sock"):
-        run.unlink()  # the daemon leaves within a second
+    hooked.stop_daemon()
     return without, with_hooks, events
 
 

@@ -63,6 +63,19 @@ def binary(cli: str) -> Path:
     return path
 
 
+def _daemons(directory: Path) -> list[int]:
+    """Pids of hook daemons serving a socket in ``directory`` (Linux ``/proc``)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"antiloop.hooks.daemon" in argv and any(str(directory).encode() in a for a in argv):
+            found.append(int(cmdline.parent.name))
+    return found
+
+
 def shell(cli: str, command: str) -> Call:
     """The model's call of the CLI's shell tool with ``command``."""
     if cli == "claude":
@@ -213,6 +226,14 @@ class CliProject:
             )
             seconds = time.perf_counter() - started
         return Ran(proc, model, seconds)
+
+    def stop_daemon(self) -> None:
+        """Remove the run's hook daemon socket: the daemon it belongs to leaves within a second."""
+        for socket in (self.root / "run").glob("*.sock"):
+            socket.unlink(missing_ok=True)
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and _daemons(self.root / "run"):
+            time.sleep(0.1)
 
     def calls(self) -> int:
         """How many times ``count.sh`` really ran."""

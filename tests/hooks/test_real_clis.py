@@ -7,6 +7,7 @@ ran in the project, and the audit log.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,13 +19,14 @@ WRAPPERS = ("untrusted_context", "Output:", "PGID", "&lt;", "&gt;", "Exit Code")
 
 
 @pytest.fixture(params=CLIS)
-def cli(request: pytest.FixtureRequest, tmp_path: Path) -> CliProject:
+def cli(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[CliProject]:
     """A fresh HOME and project for one CLI, antiloop installed in the project."""
     binary(request.param)
     project = CliProject(request.param, tmp_path)
     project.install()
     project.trust_folder()
-    return project
+    yield project
+    project.stop_daemon()
 
 
 def test_a_repeat_is_blocked_then_the_next_try_is_refused(cli: CliProject) -> None:
