@@ -191,7 +191,9 @@ class CliProject:
             data.setdefault("security", {})["auth"] = {"selectedType": "gemini-api-key"}
             settings.write_text(json.dumps(data))
 
-    def run(self, script: Sequence[Move], prompt: str = "please do the task") -> Ran:
+    def run(
+        self, script: Sequence[Move], prompt: str = "please do the task", extra: Sequence[str] = ()
+    ) -> Ran:
         """Run the CLI headless once against a scripted model playing ``script``."""
         exe = binary(self.cli)
         with ModelServer(PROTOCOL[self.cli], script, SHELL_TOOL[self.cli]) as model:
@@ -215,7 +217,7 @@ class CliProject:
                 argv += ["--allowed-tools", "run_shell_command", "--output-format", "json"]
             started = time.perf_counter()
             proc = subprocess.run(
-                argv,
+                [*argv, *extra],
                 cwd=self.project,
                 env=env,
                 stdin=subprocess.DEVNULL,

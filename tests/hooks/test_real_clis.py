@@ -78,3 +78,40 @@ def test_default_config_runs_every_command_the_person_allowed(cli: CliProject) -
     assert not any("antiloop" in r for r in last.result_texts), last.result_texts
     refused = [r for r in cli.audit() if r.kind == "check"]
     assert refused == [], [(r.tool, r.detail) for r in refused]
+
+
+def test_codex_runs_no_untrusted_hook_and_doctor_says_so(tmp_path: Path) -> None:
+    """Installed without --trust, Codex runs none of the hooks, and doctor fails until --trust."""
+    binary("codex")
+    cli = CliProject("codex", tmp_path)
+    told = cli.install("--no-trust")
+    assert "--trust" in told.stdout
+    script = [shell("codex", "sh count.sh")] * 2
+    ran = cli.run([*script, Say("done")])
+    assert ran.proc.returncode == 0, ran.log
+    assert cli.audit() == []  # no hook ran
+    doctor = cli.antiloop("doctor", "codex", "--project", "--no-run", check=False)
+    assert doctor.returncode == 1, doctor.stdout
+    assert "FAIL trust" in doctor.stdout
+    cli.install()  # --trust
+    assert "FAIL" not in cli.antiloop("doctor", "codex", "--project", "--no-run").stdout
+    ran = cli.run([*script, Say("done")])
+    assert any(r.fingerprint for r in cli.audit()), ran.log
+    cli.stop_daemon()
+
+
+def test_gemini_skip_trust_loads_no_project_hook_and_doctor_says_so(tmp_path: Path) -> None:
+    """--skip-trust in an untrusted folder: the project's hooks never load; doctor fails."""
+    binary("gemini")
+    cli = CliProject("gemini", tmp_path)
+    cli.install()
+    ran = cli.run([shell("gemini", "sh count.sh"), Say("done")], extra=["--skip-trust"])
+    assert ran.proc.returncode == 0, ran.log
+    assert cli.calls() == 1, ran.log
+    assert cli.audit() == []  # no hook ran
+    doctor = cli.antiloop("doctor", "gemini", "--project", "--no-run", check=False)
+    assert doctor.returncode == 1, doctor.stdout
+    assert "FAIL trust" in doctor.stdout
+    cli.trust_folder()
+    assert "FAIL" not in cli.antiloop("doctor", "gemini", "--project", "--no-run").stdout
+    cli.stop_daemon()

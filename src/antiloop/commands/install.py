@@ -113,6 +113,12 @@ def run(ns: argparse.Namespace) -> int:
     scope = "" if ns.scope == "user" else f" --{ns.scope}"
     if ns.agent == "codex":
         _codex_trust(path, ns.trust, scope)
+    elif ns.agent == "gemini" and shared:
+        from antiloop.hooks.gemini_trust import folder_trust
+
+        trusted, detail = folder_trust(path.parent.parent)
+        if not trusted:
+            print(f"antiloop: {detail}")
     settings = f" --settings {path}" if ns.settings else ""
     print(f"antiloop: check it with: antiloop doctor {ns.agent}{scope}{settings}")
     return 0
