@@ -22,6 +22,7 @@ SUITES = {
     "stores": "bench.stores",
     "termination": "bench.termination",
     "durability": "bench.durability",
+    "clis": "bench.clis",
 }
 
 

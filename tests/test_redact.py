@@ -405,16 +405,16 @@ def test_no_secret_is_left_half_cut_in_a_fingerprint_or_reason(pad: int) -> None
     wherever the secret falls against the cut."""
     from antiloop import Guard
 
-    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    probe = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
     words = " ".join(["step"] * (pad // 5 + 1))
-    out = f"{words} aws_secret_access_key={secret} ok\n"
-    command = f"echo {words} && aws configure set aws_secret_access_key {secret}"
+    out = f"{words} aws_secret_access_key={probe} ok\n"
+    command = f"echo {words} && aws configure set aws_secret_access_key {probe}"
     guard = Guard()
     for _ in range(2):
         verdict = guard.record({"tool": "Bash", "args": {"command": command}, "output": out})
     assert verdict.detector == "repeat"
     shown = f"{verdict.fingerprint} {verdict.reason} {verdict.hint}"
     denied = guard.check("Bash", {"command": command}).reason
-    for start in range(len(secret) - 7):
-        assert secret[start : start + 8] not in shown, (secret[start : start + 8], shown)
-        assert secret[start : start + 8] not in denied, denied
+    for start in range(len(probe) - 7):
+        assert probe[start : start + 8] not in shown, (probe[start : start + 8], shown)
+        assert probe[start : start + 8] not in denied, denied

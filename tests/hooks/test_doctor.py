@@ -38,9 +38,14 @@ def test_a_good_installation_passes_every_check(tmp_path: Path, env: dict[str, s
 
 def test_codex_and_gemini_installations_pass(tmp_path: Path, env: dict[str, str]) -> None:
     """The dry run speaks each agent's dialect."""
+    env = {**env, "CODEX_HOME": str(tmp_path / "codex")}
     for agent in ("codex", "gemini"):
         path = tmp_path / f"{agent}.json"
         installer.install(agent, path)
+        if agent == "codex":
+            from antiloop.hooks.codex_trust import record_trust
+
+            record_trust(path, env)
         checks = diagnose(agent, path, env=env, cwd=str(tmp_path))
         assert all(c.ok for c in checks), [c.line() for c in checks]
 
@@ -151,3 +156,20 @@ def test_permissions_fail_when_others_may_read_the_store_or_antiloops_directory(
     found = permissions_check({**here, "ANTILOOP_STORE": f"sqlite:///{elsewhere}"})
     assert (found.ok, "others may list the store's directory" in found.detail) == (None, True)
     assert str(db) not in found.detail
+
+
+def test_doctor_reads_the_projects_config_as_the_hook_does(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A misspelt key in the project's antiloop.toml fails doctor, wherever it is run from."""
+    project = tmp_path / "game"
+    path = project / ".claude" / "settings.json"
+    installer.install("claude-code", path)
+    (project / "antiloop.toml").write_text("repeat_treshold = 3\n")
+    env = {**env, "HOME": str(tmp_path / "home")}
+    checks = {c.name: c for c in diagnose("claude-code", path, env=env)}
+    assert checks["config"].ok is False
+    assert "repeat_treshold" in checks["config"].detail
+    assert checks["dry run"].ok is False  # the hook itself answers "not checked" there
+    (project / "antiloop.toml").write_text("repeat_threshold = 3\n")
+    assert all(c.ok for c in diagnose("claude-code", path, env=env))
