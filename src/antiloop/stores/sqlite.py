@@ -81,6 +81,9 @@ _PUT_STATE = (
 )
 _SET_STATE = "UPDATE sessions SET state = ?, updated = ? WHERE id = ?"
 _GET_HEAD = "SELECT value FROM meta WHERE key = 'audit_head'"
+_GET_BASE = "SELECT value FROM meta WHERE key = 'audit_base'"
+_SET_BASE = "UPDATE meta SET value = ? WHERE key = 'audit_base'"
+_NEW_BASE = "INSERT INTO meta (key, value) VALUES ('audit_base', ?)"
 _SET_HEAD = "UPDATE meta SET value = ? WHERE key = 'audit_head'"
 _NEW_HEAD = "INSERT INTO meta (key, value) VALUES ('audit_head', ?)"
 _DATA_VERSION = "PRAGMA data_version"
@@ -197,6 +200,14 @@ def _parse_path(url: str) -> str:
     return str(Path(rest).expanduser())
 
 
+def _pair(found: list[Any]) -> tuple[int, str] | None:
+    """A ``"seq hash"`` meta value as a pair, or None when there is none."""
+    if not found:
+        return None
+    text, _, digest = found[0][0].partition(" ")
+    return (int(text), digest)
+
+
 class SQLiteStore(SQLAuditReading):
     """Sessions, audit log, approvals, cache and interventions in one SQLite file.
 
@@ -245,6 +256,12 @@ class SQLiteStore(SQLAuditReading):
 
         base, opts = split_options(url, {"timeout": float, "audit_cap": int, "synchronous": str})
         return cls(_parse_path(base.split("?", 1)[0]), **{**opts, **options})
+
+    @staticmethod
+    def path_of(url: str) -> Path | None:
+        """The file a ``sqlite:`` URL names (``:memory:`` and the like: None)."""
+        path = _parse_path(url.split("?", 1)[0])
+        return None if str(path).startswith(":") else Path(path)
 
     @property
     def url(self) -> str:
@@ -553,17 +570,44 @@ class SQLiteStore(SQLAuditReading):
         ]
 
     def verify_audit(self) -> list[Problem]:
-        """Check the chain and the head."""
+        """Check the chain from its base (after a prune) to the head."""
         from antiloop.stores.auditlog import verify_chain
 
         with self._held():
             rows = self._rows(None, 0)
             head = self._read(_GET_HEAD)
-        parsed = None
-        if head:
-            text, _, digest = head[0][0].partition(" ")
-            parsed = (int(text), digest)
-        return verify_chain(rows, parsed)
+            base = self._read(_GET_BASE)
+        return verify_chain(rows, _pair(head), _pair(base))
+
+    def prune_audit(self, before: float, now: float | None = None) -> int:
+        """Remove the records older than ``before`` from the start of the chain; how many.
+
+        Only a prefix goes (up to the first record at or after ``before``), so the chain stays
+        whole: a checkpoint record is appended that names the last record removed and its hash,
+        and ``verify_audit`` checks the rest from there.
+        """
+        from antiloop.stores.auditlog import prune_event
+
+        def prune(db: sqlite3.Connection) -> int:
+            first_kept = db.execute("SELECT MIN(seq) FROM audit WHERE at >= ?", (before,))
+            keep = first_kept.fetchone()[0]
+            if keep is None:
+                last = db.execute("SELECT MAX(seq) FROM audit").fetchone()[0]
+                if last is None:
+                    return 0
+                keep = last + 1
+            found = db.execute("SELECT hash FROM audit WHERE seq = ?", (keep - 1,)).fetchone()
+            if found is None:
+                return 0
+            removed = db.execute("DELETE FROM audit WHERE seq < ?", (keep,)).rowcount
+            base = f"{keep - 1} {found[0]}"
+            if db.execute(_SET_BASE, (base,)).rowcount == 0:
+                db.execute(_NEW_BASE, (base,))
+            at = time.time() if now is None else now
+            self._append(db, prune_event(keep - 1, found[0], removed, before, at))
+            return int(removed)
+
+        return int(self._write(prune))
 
     def check_integrity(self) -> list[str]:
         """SQLite's own checks of the file: ``quick_check``, then ``integrity_check``.
