@@ -101,6 +101,13 @@ def run(ns: argparse.Namespace) -> int:
             print(printable(message), file=sys.stderr)
             continue
         progress.loops += len(item.loops)
+        if item.problems:  # lines the reader could not read: said, never silently dropped
+            progress.clear()
+            shown = "; ".join(item.problems[:3])
+            more = f" and {len(item.problems) - 3} more" if len(item.problems) > 3 else ""
+            where = item.file + (f"#{item.record}" if item.record is not None else "")
+            note = f"skipped {len(item.problems)} part(s) that read as no step ({shown}{more})"
+            print(printable(f"antiloop: {where}: {note}"), file=sys.stderr)
         if ns.html:
             kept.append(item)
         if ns.json:
