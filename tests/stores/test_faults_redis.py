@@ -1,0 +1,319 @@
+"""Redis under faults, on a Redis of the test's own: lost replies, SIGKILL and restart, a hang.
+
+The Redis runs with an append-only file (``appendfsync always``) in the test's tmp directory
+on a free port; the shared Redis on 6379 is never touched. A step counts as acknowledged when
+its verdict is not the store-failure one; afterwards every acknowledged step must be in the
+store (its audit record and the step count), none twice, and no session stopped by a loop
+that only a counted-twice step made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from antiloop import Guard, GuardConfig, Step
+from antiloop.verdict import Action, Verdict
+
+pytestmark = pytest.mark.redis
+
+CONFIG = GuardConfig(detectors=("repeat", "cycle"), embedder="ngram")
+COMMIT_MARK = b"'locked'"  # a word only the commit script carries
+
+
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    """A redis-server of the test's own, with an append-only file, that can be killed."""
+
+    def __init__(self, directory: Path) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            if os.environ.get("CI") == "true":
+                pytest.fail("redis-server is not installed (CI=true: it is required)")
+            pytest.skip("redis-server is not installed")
+        self.binary = binary
+        self.directory = directory
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.kills = 0
+
+    def start(self) -> None:
+        """Start (or restart, on the same files and port) and wait until it answers."""
+        self.process = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.directory),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+                "--daemonize",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20  # a start-up limit, not a timed assertion
+        while not self._pong():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"redis-server on port {self.port} did not start")
+            time.sleep(0.02)
+
+    def _pong(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                return s.recv(16).startswith(b"+PONG")
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown, no final save; only what the append-only file holds stays."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+        self.kills += 1
+
+    def signal(self, sig: int) -> None:
+        assert self.process is not None
+        self.process.send_signal(sig)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
+            self.process.kill()
+            self.process.wait()
+
+    def url(self, port: int | None = None, **options: Any) -> str:
+        query = "&".join(f"{k}={v}" for k, v in {"prefix": "faults", **options}.items())
+        return f"redis://127.0.0.1:{port or self.port}/0?{query}"
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of the test's own (append-only, fsync always) on a free port."""
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+class ReplyDropper:
+    """A TCP proxy in front of Redis that loses the reply to some commits.
+
+    Every ``every``-th commit script goes through to Redis, which runs it; its reply is
+    thrown away and the client's connection closed (``close``), or the reply is held back
+    until the client gives up (``swallow``), as a network that fails at the worst moment.
+    """
+
+    def __init__(self, target: int, every: int, mode: str = "close") -> None:
+        self.target = target
+        self.every = every
+        self.mode = mode
+        self.commits = 0
+        self.dropped = 0
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target))
+            drop = threading.Event()
+            threading.Thread(target=self._up, args=(client, upstream, drop), daemon=True).start()
+            threading.Thread(target=self._down, args=(upstream, client, drop), daemon=True).start()
+
+    def _up(self, src: socket.socket, dst: socket.socket, drop: threading.Event) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(1 << 20):
+                if COMMIT_MARK in data:
+                    with self._lock:
+                        self.commits += 1
+                        if self.commits % self.every == 0:
+                            self.dropped += 1
+                            drop.set()
+                dst.sendall(data)
+        _shut(src, dst)
+
+    def _down(self, src: socket.socket, dst: socket.socket, drop: threading.Event) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(1 << 20):
+                if drop.is_set():
+                    if self.mode == "swallow":
+                        continue  # held back: the client waits for its socket timeout
+                    break  # the reply is lost with the connection
+                dst.sendall(data)
+        _shut(src, dst)
+
+
+def _shut(*sockets: socket.socket) -> None:
+    for s in sockets:
+        with contextlib.suppress(OSError):
+            s.shutdown(socket.SHUT_RDWR)
+        s.close()
+
+
+def _step(n: int, session: str = "s", id: str | None = None) -> Step:
+    ids = {"id": id} if id is not None else {}
+    return Step(tool="read", args={"path": f"f{n}"}, output=f"contents {n}", session=session, **ids)
+
+
+def _failed(verdict: Verdict) -> bool:
+    """The verdict a store failure gives (allow: unguarded; block: detector 'store')."""
+    return verdict.detector == "store" or verdict.reason.startswith("unguarded")
+
+
+@pytest.mark.parametrize("mode", ["close", "swallow"])
+def test_a_lost_commit_reply_is_not_judged_twice(redis_server: RedisServer, mode: str) -> None:
+    """redis-py sends a commit again when its reply is lost: the step still counts once.
+
+    Before step ids the second run judged the step on the state the first had saved, and a
+    session of distinct reads stopped with "read 'f2' ran twice in a row".
+    """
+    proxy = ReplyDropper(redis_server.port, every=3, mode=mode)
+    guard = Guard(store=redis_server.url(proxy.port, timeout=0.5), config=CONFIG, audit=True)
+    verdicts = [guard.record(_step(n)) for n in range(12)]
+    proxy.close()
+    assert proxy.dropped >= 3
+    stops = [v.reason for v in verdicts if v.action >= Action.BLOCK]
+    assert stops == []
+    store = Guard(store=redis_server.url()).store
+    state = store.peek("s")
+    assert state is not None
+    acknowledged = [n for n, v in enumerate(verdicts) if not _failed(v)]
+    paths = Counter(r.output for r in store.audit_records("s"))
+    assert all(paths[f"contents {n}"] == 1 for n in acknowledged), paths
+    assert max(paths.values()) == 1
+    assert state.steps == sum(paths.values())
+    assert store.verify_audit() == []
+
+
+@pytest.mark.parametrize("policy", ["allow", "block"])
+def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
+    redis_server: RedisServer, policy: str
+) -> None:
+    """Four guards write while Redis is SIGKILLed and restarted: acknowledged steps all stay.
+
+    Half the sessions give their steps ids and send a step again until it is acknowledged
+    (as a host retrying a hook); the other half send each step once with no id (the guard
+    gives it one of its own).
+    """
+    workers, per_worker = 4, 100
+    verdicts: dict[str, list[tuple[int, Verdict]]] = {}
+    done = threading.Event()
+
+    def work(w: int) -> None:
+        session = f"w{w}"
+        guard = Guard(
+            store=redis_server.url(timeout=1), config=CONFIG, audit=True, on_store_error=policy
+        )
+        got = verdicts[session] = []
+        n = -1
+        while (n := n + 1) < per_worker or redis_server.kills < 4:
+            if w % 2:
+                step = _step(n, session, id=f"{session}-{n}")
+                verdict = guard.record(step)
+                while _failed(verdict):
+                    time.sleep(0.01)
+                    verdict = guard.record(step)
+            else:
+                verdict = guard.record(_step(n, session))
+            got.append((n, verdict))
+            time.sleep(0.002)
+
+    def chaos() -> None:
+        while not done.wait(0.2):
+            redis_server.kill()
+            time.sleep(0.05)
+            redis_server.start()
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+    killer = threading.Thread(target=chaos)
+    for t in threads:
+        t.start()
+    killer.start()
+    for t in threads:
+        t.join()
+    done.set()
+    killer.join()
+    redis_server.kill()  # one more: what is on disk is what counts
+    redis_server.start()
+    assert redis_server.kills >= 5
+
+    store = Guard(store=redis_server.url()).store
+    lost = doubled = acknowledged = 0
+    for session, got in verdicts.items():
+        paths = Counter(r.output for r in store.audit_records(session))
+        state = store.peek(session)
+        assert state is not None
+        assert state.steps == sum(paths.values())  # the state and the log agree
+        for n, verdict in got:
+            assert verdict.action < Action.BLOCK or _failed(verdict), verdict.reason
+            if not _failed(verdict):
+                acknowledged += 1
+                lost += paths[f"contents {n}"] == 0
+            doubled += paths[f"contents {n}"] > 1
+        if session in ("w1", "w3"):  # retried until acknowledged: every step exactly once
+            assert state.steps == len(got)
+    assert store.verify_audit() == []
+    steps = sum(len(got) for got in verdicts.values())
+    print(
+        f"redis kill/restart ({policy}): {steps} steps, {acknowledged} acknowledged, "
+        f"{redis_server.kills} kills, lost {lost}, doubled {doubled}"
+    )
+    assert (lost, doubled) == (0, 0)
+
+
+@pytest.mark.parametrize("policy", ["allow", "block"])
+def test_a_hung_redis_answers_within_the_store_timeout(
+    redis_server: RedisServer, policy: str
+) -> None:
+    """SIGSTOPped Redis: a step follows on_store_error after the socket timeout, not 10 s."""
+    guard = Guard(store=redis_server.url(), config=CONFIG, audit=True, on_store_error=policy)
+    assert guard.record(_step(0)).action is Action.CONTINUE
+    redis_server.signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        verdict = guard.record(_step(1))
+        took = time.monotonic() - started
+    finally:
+        redis_server.signal(signal.SIGCONT)
+    assert _failed(verdict)
+    assert (verdict.action is Action.BLOCK) == (policy == "block")
+    assert took < 4, f"a step took {took:.1f} s on a hung Redis"
+    assert guard.record(_step(2)).action is Action.CONTINUE  # back, and nothing doubled
