@@ -659,9 +659,7 @@ class RedisStore(AuditReading):
 
     def verify_audit(self) -> list[Problem]:
         """Check the chain (in list order) and the head."""
-        from antiloop.stores.auditlog import verify_chain
-
-        from antiloop.stores.auditlog import Problem
+        from antiloop.stores.auditlog import Problem, verify_chain
 
         rows = self._audit_rows()
         raw = self._run("read the audit head", lambda c: c.get(self._head_key))
