@@ -123,7 +123,8 @@ def http_protocol(limits: Limits) -> Any:
             super().__init__(*args, **kwargs)
             self._head_timer: Any = None
             self._head_bytes = 0
-            self._in_head = False
+            self._in_head = False  # between a response and the next request's head end
+            self._counting = False  # inside a request head (its bytes count to the limit)
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -132,7 +133,6 @@ def http_protocol(limits: Limits) -> Any:
         def _await_head(self) -> None:
             self._cancel_head()
             self._in_head = True
-            self._head_bytes = 0
             self._head_timer = self.loop.call_later(limits.header_timeout, self._head_expired)
 
         def _cancel_head(self) -> None:
@@ -145,13 +145,19 @@ def http_protocol(limits: Limits) -> Any:
             if self._in_head and not self.transport.is_closing():
                 self.transport.close()
 
+        def on_message_begin(self) -> None:
+            self._counting = True
+            self._head_bytes = 0
+            super().on_message_begin()
+
         def data_received(self, data: bytes) -> None:
-            if self._in_head:
-                self._head_bytes += len(data)
+            counting = self._counting
             super().data_received(data)
-            if self._in_head and self._head_bytes > limits.max_header_bytes:
+            if counting or self._counting:
+                self._head_bytes += len(data)
+            if self._counting and self._head_bytes > limits.max_header_bytes:
                 self._cancel_head()
-                self._in_head = False
+                self._in_head = self._counting = False
                 if not self.transport.is_closing():
                     self.transport.write(
                         b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
@@ -160,7 +166,7 @@ def http_protocol(limits: Limits) -> Any:
                     self.transport.close()
 
         def on_headers_complete(self) -> None:
-            self._in_head = False
+            self._in_head = self._counting = False
             self._cancel_head()
             super().on_headers_complete()
 
