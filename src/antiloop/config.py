@@ -47,6 +47,7 @@ class GuardConfig:
     detectors: tuple[str, ...] = DETECTOR_NAMES
     repeat_action: str = "stop"
     on_store_error: str = "allow"
+    max_sessions: int = 100_000  # antiloop check: sessions kept; the least recent go first
 
     @property
     def budget(self) -> int:
@@ -96,6 +97,8 @@ def _check(key: str, value: Any, source: str) -> Any:
         return None if value is None else _positive_int(key, value, source)
     if key in ("min_steps", "cycle_max_period", "failure_streak"):
         return _positive_int(key, value, source, minimum=0 if key != "min_steps" else 1)
+    if key == "max_sessions":
+        return _positive_int(key, value, source)
     if key in ("repeat_threshold", "stagnation_window"):
         return _positive_int(key, value, source, minimum=2 if key == "repeat_threshold" else 1)
     if key in ("goal_threshold", "stagnation_threshold"):
