@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from collections import OrderedDict
 from pathlib import Path
 from typing import IO, Any
 
@@ -13,6 +14,7 @@ from antiloop.config import GuardConfig, load_config
 from antiloop.errors import BadStep
 from antiloop.events import parse_line
 from antiloop.guard import Guard
+from antiloop.history import SessionState
 from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, invalid_wire
 
@@ -32,15 +34,15 @@ class RecentSessions(MemoryStore):
     def __init__(self, max_sessions: int) -> None:
         super().__init__()
         self.max_sessions = max_sessions
+        self._states: OrderedDict[str, SessionState] = OrderedDict()  # O(1) at both ends
 
     def transaction(self, session: str) -> Any:
         """The session's live state, the session now the most recent one."""
         tx = super().transaction(session)
         states = self._states
-        if next(reversed(states)) != session:
-            states[session] = states.pop(session)
+        states.move_to_end(session)
         while len(states) > self.max_sessions:
-            del states[next(iter(states))]
+            states.popitem(last=False)
         return tx
 
 
