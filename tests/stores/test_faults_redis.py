@@ -317,3 +317,78 @@ def test_a_hung_redis_answers_within_the_store_timeout(
     assert (verdict.action is Action.BLOCK) == (policy == "block")
     assert took < 4, f"a step took {took:.1f} s on a hung Redis"
     assert guard.record(_step(2)).action is Action.CONTINUE  # back, and nothing doubled
+
+
+def test_three_serve_replicas_over_a_restarting_redis_stop_no_session(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """40 sessions of distinct reads through three `antiloop serve` replicas; Redis restarts.
+
+    The issue's case: a reply lost in the restart made a replica judge a step twice and stop
+    a session with a loop it never had. Every acknowledged step is in Redis, once.
+    """
+    import json
+    import urllib.error
+    import urllib.request
+
+    from tests.server.conftest import TOKEN, start_server, stop_server
+
+    replicas = [start_server(tmp_path, "--store", redis_server.url()) for _ in range(3)]
+    sessions, per_session = 40, 12
+    verdicts: list[tuple[str, int, dict[str, Any]]] = []
+    lock = threading.Lock()
+
+    def post(url: str, step: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(  # noqa: S310 - plain HTTP to the loopback replicas
+            f"{url}/v1/steps",
+            data=json.dumps(step).encode(),
+            method="POST",
+            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+                answer: dict[str, Any] = json.loads(response.read())
+                return answer
+        except urllib.error.HTTPError as exc:  # recorded: the test names the status
+            return {"action": f"HTTP {exc.code}", "reason": exc.read().decode()}
+
+    def work(w: int) -> None:
+        for n in range(per_session):
+            for s in range(w, sessions, 4):
+                step = {
+                    "session": f"r{s}",
+                    "tool": "Read",
+                    "args": {"path": f"f{n}"},
+                    "output": f"contents {n}",
+                }
+                answer = post(replicas[(s + n) % 3].url, step)
+                with lock:
+                    verdicts.append((f"r{s}", n, answer))
+
+    try:
+        threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        redis_server.kill()
+        time.sleep(1.0)  # down for a second, as in the issue
+        redis_server.start()
+        for t in threads:
+            t.join()
+    finally:
+        for replica in replicas:
+            stop_server(replica)
+    stopped = [(s, n, v["reason"]) for s, n, v in verdicts if v["action"] != "continue"]
+    assert stopped == []
+    store = Guard(store=redis_server.url()).store
+    lost = doubled = 0
+    for s in range(sessions):
+        outputs = Counter(r.output for r in store.audit_records(f"r{s}"))
+        for session, n, verdict in verdicts:
+            if session == f"r{s}":
+                if not verdict["reason"].startswith("unguarded"):
+                    lost += outputs[f"contents {n}"] == 0
+                doubled += outputs[f"contents {n}"] > 1
+    assert (lost, doubled) == (0, 0)
+    assert len(verdicts) == sessions * per_session
+    assert any(v["reason"].startswith("unguarded") for _, _, v in verdicts)  # it was down

@@ -239,11 +239,16 @@ class Service:
         found = seen.get(sid)
         if found is None:
             both = getattr(self.store, "interventions", None)  # one round trip where it can
-            found = seen[sid] = (
-                both(sid)
-                if both is not None
-                else (self.ledger.stop_requested(sid), self.ledger.pop_feedback(sid))
-            )
+            try:
+                found = (
+                    both(sid)
+                    if both is not None
+                    else (self.ledger.stop_requested(sid), self.ledger.pop_feedback(sid))
+                )
+            except StoreError as exc:  # the guard's own store call below applies on_store_error
+                log.error("antiloop: could not read stop requests and feedback: %s", exc)
+                found = (None, [])
+            seen[sid] = found
         by, feedback = found
         if by is not None:
             verdict = self.approvals.stopped(self.guard, sid)
