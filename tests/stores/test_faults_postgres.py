@@ -222,6 +222,7 @@ def test_a_stopped_server_follows_on_store_error_at_once(
     assert all(_failed(v) for v in verdicts)
     assert all((v.action is Action.BLOCK) == (policy == "block") for v in verdicts)
     assert took < 2, f"two steps took {took:.1f} s on a stopped server"
+    print(f"postgres stopped ({policy}): two steps answered in {took:.2f} s")
     cluster.start()
     assert guard.record(_step(3)).action is Action.CONTINUE
     assert guard.record(_step(3)).action is Action.STOP  # the state survived: a real repeat
@@ -249,6 +250,7 @@ def test_a_hung_server_costs_a_step_the_timeout_not_more(
     assert "no answer within timeout=1 s" in verdicts[0].reason
     assert all((v.action is Action.BLOCK) == (policy == "block") for v in verdicts)
     assert max(took) < 3.5, f"steps took {took} s on a hung server"
+    print(f"postgres hung ({policy}): steps answered in {', '.join(f'{t:.2f}' for t in took)} s")
     assert guard.record(_step(3)).action is Action.CONTINUE
     guard.store.close()
 
