@@ -342,3 +342,34 @@ def test_an_expired_approval_never_reads_pending() -> None:
         assert polled["verdict"]["action"] != "continue"
         detail = client.get("/v1/sessions/default").json()
         assert [a["status"] for a in detail["approvals"]] == ["expired"]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "memory",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=pytest.mark.postgres),
+    ],
+)
+def test_pages_of_sessions_on_every_store(kind: str, tmp_path: Path) -> None:
+    """Redis and PostgreSQL read one page (sessions_page); every store pages the same way."""
+    from tests.stores.conftest import Backend
+
+    backend = Backend(kind, tmp_path)
+    try:
+        service = Service(backend.open(), TOKEN, config=GuardConfig(embedder="ngram"))
+        for n in range(5):
+            service.judge_all([_step(f"q{n}")])
+        pages = []
+        offset: int | None = 0
+        while offset is not None:
+            rows, offset = service.session_rows(2, offset)
+            pages.append([r["session"] for r in rows])
+        assert [len(p) for p in pages] == [2, 2, 1]
+        assert sorted(s for page in pages for s in page) == [f"q{n}" for n in range(5)]
+        if kind != "memory":  # most recently updated first
+            assert pages[0][0] == "q4"
+            assert all(r["steps"] == 1 for r in service.session_rows(5, 0)[0])
+    finally:
+        backend.cleanup()

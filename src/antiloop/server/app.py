@@ -282,10 +282,19 @@ class Service:
         return wire
 
     def session_rows(self, limit: int, offset: int) -> tuple[list[dict[str, Any]], int | None]:
-        """One page of sessions, most recently updated first, and the next page's offset."""
-        ids = self.store.sessions()
+        """One page of sessions, in the store's order, and the next page's offset.
+
+        A store with ``sessions_page(offset, limit)`` (Redis, PostgreSQL) reads only the page.
+        """
+        page = getattr(self.store, "sessions_page", None)
+        if callable(page):
+            ids: list[str] = page(offset, limit + 1)
+            more = len(ids) > limit
+        else:
+            ids = self.store.sessions()[offset:]
+            more = len(ids) > limit
         rows = []
-        for sid in ids[offset : offset + limit]:
+        for sid in ids[:limit]:
             state = self.store.peek(sid)
             ended = getattr(state, "ended", None)
             recent = self.recent.get(sid)
@@ -298,7 +307,6 @@ class Service:
                     "last": recent[-1] if recent else None,
                 }
             )
-        more = offset + limit < len(ids)
         return rows, (offset + limit if more else None)
 
     def fresh_approval(self, request: ApprovalRequest) -> ApprovalRequest:

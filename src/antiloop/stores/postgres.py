@@ -454,6 +454,18 @@ class PostgresStore(SQLAuditReading):
         )
         return [r[0] for r in rows]
 
+    def sessions_page(self, offset: int, limit: int) -> list[str]:
+        """``limit`` session ids from ``offset`` on, most recently updated first."""
+        rows = self._do(
+            "list sessions",
+            lambda c: c.execute(
+                "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
+                " LIMIT %s OFFSET %s",
+                (limit, offset),
+            ).fetchall(),
+        )
+        return [r[0] for r in rows]
+
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""
         with self._lock:

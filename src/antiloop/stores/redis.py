@@ -605,6 +605,16 @@ class RedisStore(AuditReading):
 
         return [s.decode() for s in self._run("list sessions", list_them)]
 
+    def sessions_page(self, offset: int, limit: int) -> list[str]:
+        """``limit`` session ids from ``offset`` on, most recently updated first."""
+
+        def page(c: Any) -> list[bytes]:
+            c.zremrangebyscore(self._index, "-inf", self.clock() - self.ttl)
+            found: list[bytes] = c.zrevrange(self._index, offset, offset + limit - 1)
+            return found
+
+        return [s.decode() for s in self._run("list sessions", page)]
+
     def close(self) -> None:
         """Close the connection pool."""
         try:
