@@ -166,6 +166,32 @@ def test_a_hung_store_costs_a_step_the_store_timeout_and_healthz_nothing(
     assert checked["action"] == ("continue" if policy == "allow" else "stop")
 
 
+@pytest.mark.parametrize("fail", ["open", "closed"])
+def test_a_hook_over_http_gets_the_hook_answer_for_a_hung_store(
+    live: Live, store: HangingStore, fail: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook route follows ANTILOOP_FAIL when the store stalls: warn (open), deny (closed)."""
+    monkeypatch.setenv("ANTILOOP_FAIL", fail)
+    pre = {
+        "session_id": "h",
+        "hook_event_name": "PreToolUse",
+        "cwd": "/work",
+        "transcript_path": "/tmp/none.jsonl",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    }
+    store.hung.set()
+    started = time.monotonic()
+    response = live.client.post("/v1/hooks/claude-code", json=pre)
+    assert time.monotonic() - started < 2
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    if fail == "open":
+        assert "was not checked" in answer["systemMessage"]
+    else:
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
 # -- request size and speed ---------------------------------------------------------------------
 
 

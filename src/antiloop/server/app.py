@@ -194,10 +194,25 @@ class Service:
         """Answer one Claude Code (or Gemini, Codex) hook delivered over HTTP.
 
         The same normaliser, handler and answers as ``antiloop hook``, on this service's store;
-        one handler per agent dialect is kept, so nothing is imported or opened per call.
+        one handler per agent dialect is kept, so nothing is imported or opened per call. A
+        store that fails gets the hook's own answer for that (``ANTILOOP_FAIL``: open warns,
+        closed refuses the call).
         """
-        from antiloop.hooks.events import DIALECTS, BadPayload, normalize, parse_payload
+        from antiloop.hooks.handler import StoreFailed
         from antiloop.hooks.render import render
+
+        event = self._hook_event(dialect, body)
+        if event is None:
+            return {}
+        try:
+            outcome = self._hook_handler(dialect).handle(event)
+        except (StoreError, StoreFailed) as exc:
+            return self.hook_failed(dialect, body, str(exc))
+        return render(event, outcome) or {}
+
+    def _hook_event(self, dialect: str, body: bytes) -> Any:
+        """The normalised hook event, None for one antiloop has no opinion on."""
+        from antiloop.hooks.events import DIALECTS, BadPayload, normalize, parse_payload
 
         if dialect not in DIALECTS:
             raise _BadRequest(f"unknown agent {dialect!r} (use {', '.join(DIALECTS)})")
@@ -205,8 +220,24 @@ class Service:
             event = normalize(dialect, parse_payload(body))
         except BadPayload as exc:
             raise _BadRequest(str(exc)) from None
-        if event.kind == "other":
+        return None if event.kind == "other" else event
+
+    def hook_failed(self, dialect: str, body: bytes, problem: str) -> dict[str, Any]:
+        """The hook's answer when the store failed or did not answer (``ANTILOOP_FAIL``)."""
+        from antiloop.hooks.config import fail_mode, load_hook_config
+        from antiloop.hooks.runner import _failed
+
+        event = self._hook_event(dialect, body)
+        if event is None:
             return {}
+        handler = self._hooks.get(dialect)  # not made here: making one opens the store
+        config = handler.config if handler is not None else load_hook_config(None, os.environ, None)
+        answer = _failed(event, problem, fail_mode(os.environ, config))
+        log.error("antiloop: %s", answer.stderr.strip())
+        found: dict[str, Any] = json.loads(answer.stdout) if answer.stdout.strip() else {}
+        return found
+
+    def _hook_handler(self, dialect: str) -> Any:
         with self._hook_lock:
             handler = self._hooks.get(dialect)
             if handler is None:
@@ -215,7 +246,7 @@ class Service:
 
                 handler = HookHandler(load_hook_config(None, os.environ, None), self.store)
                 self._hooks[dialect] = handler
-        return render(event, handler.handle(event)) or {}
+        return handler
 
     def authorized(self, request: Request) -> bool:
         """True when the request carries the token."""
@@ -454,7 +485,11 @@ def create_app(service: Service) -> Starlette:
 
     async def hook(request: Request) -> Response:
         body = await read_body(request, limits)
-        answer = await service.call(service.hook, request.path_params["dialect"], body)
+        dialect = request.path_params["dialect"]
+        try:
+            answer = await service.call(service.hook, dialect, body)
+        except StoreTimeout as exc:  # the hook's own answer to a store that does not answer
+            answer = service.hook_failed(dialect, body, str(exc))
         return JSONResponse(answer)
 
     async def health(request: Request) -> Response:
