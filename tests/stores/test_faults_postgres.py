@@ -326,3 +326,30 @@ def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
         f"{cluster.kills - kills_before} kills, lost {lost}, doubled {doubled}"
     )
     assert (lost, doubled) == (0, 0)
+
+
+def test_the_watchdog_fires_only_past_the_deadline_and_restarts_after_stop() -> None:
+    """A block inside its deadline is left alone; one past it is shut; stop and reuse work."""
+    from antiloop.stores.postgres import _Watchdog
+
+    class Conn:
+        class pgconn:  # noqa: N801 - psycopg's attribute name
+            socket = -1  # no socket: shutting it is a no-op
+
+    watchdog, conn = _Watchdog(0.2), Conn()
+    with watchdog.watch(conn):
+        time.sleep(0.05)
+    assert (watchdog.fired, watchdog.shut) == (0, None)
+    with watchdog.watch(conn):
+        time.sleep(0.4)
+    assert (watchdog.fired, watchdog.shut) == (1, conn)
+    watchdog.stop()
+    with watchdog.watch(conn):
+        time.sleep(0.4)
+    assert watchdog.fired == 2
+    watchdog.stop()
+    watchdog.stop()
+    with watchdog.watch(conn):
+        pass
+    time.sleep(0.3)
+    assert watchdog.fired == 2

@@ -75,19 +75,21 @@ DEFAULT_TIMEOUT = 5.0
 class _Watchdog:
     """Shuts a connection's socket when a call on it outlives its deadline.
 
-    One thread per store, started on first use; arming and disarming take a lock and, only
-    when the thread is idle, a notify. A shut socket makes the blocked call fail at once.
+    One thread per store, started on first use and ended by ``stop``; arming and disarming
+    take a lock and, only when the thread is idle, a notify. A shut socket makes the blocked
+    call fail at once.
     """
 
     def __init__(self, timeout: float) -> None:
         self.timeout = timeout
         self.fired = 0
+        self.shut: Any = None  # the last connection shut: never used again
         self._cond = threading.Condition(threading.Lock())
         self._deadline: float | None = None
         self._conn: Any = None
-        self._idle = False
+        self._idle = 0  # threads waiting with no deadline
         self._thread: threading.Thread | None = None
-        self.shut: Any = None  # the last connection shut: never used again
+        self._generation = 0  # a thread of an older generation ends
 
     @contextlib.contextmanager
     def watch(self, conn: Any) -> Iterator[None]:
@@ -97,11 +99,14 @@ class _Watchdog:
             self._conn = conn
             if self._thread is None:
                 self._thread = threading.Thread(
-                    target=self._run, name="antiloop-pg-watchdog", daemon=True
+                    target=self._run,
+                    args=(self._generation,),
+                    name="antiloop-pg-watchdog",
+                    daemon=True,
                 )
                 self._thread.start()
             elif self._idle:
-                self._cond.notify()
+                self._cond.notify_all()
         try:
             yield
         finally:
@@ -109,14 +114,21 @@ class _Watchdog:
                 self._deadline = None
                 self._conn = None
 
-    def _run(self) -> None:
+    def stop(self) -> None:
+        """End the thread (a later ``watch`` starts another)."""
         with self._cond:
-            while True:
+            self._generation += 1
+            self._thread = None
+            self._cond.notify_all()
+
+    def _run(self, generation: int) -> None:
+        with self._cond:
+            while generation == self._generation:
                 deadline = self._deadline
                 if deadline is None:
-                    self._idle = True
+                    self._idle += 1
                     self._cond.wait()
-                    self._idle = False
+                    self._idle -= 1
                     continue
                 left = deadline - time.monotonic()
                 if left > 0:
@@ -469,6 +481,7 @@ class PostgresStore(SQLAuditReading):
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""
         with self._lock:
+            self._watchdog.stop()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
