@@ -333,7 +333,7 @@ def test_the_watchdog_fires_only_past_the_deadline_and_restarts_after_stop() -> 
     from antiloop.stores.postgres import _Watchdog
 
     class Conn:
-        class pgconn:  # noqa: N801 - psycopg's attribute name
+        class pgconn:  # psycopg's attribute name
             socket = -1  # no socket: shutting it is a no-op
 
     watchdog, conn = _Watchdog(0.2), Conn()
