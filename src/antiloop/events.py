@@ -244,12 +244,12 @@ def parse_line(line: str | bytes) -> Step:
         raise BadStep(f"nested too deeply (more than {MAX_DEPTH} levels)") from None
     except ValueError as exc:
         raise BadStep(f"not valid JSON ({exc})") from None
-    if opens > MAX_DEPTH and _depth(event) > MAX_DEPTH:
+    if opens > MAX_DEPTH and nesting_depth(event) > MAX_DEPTH:
         raise BadStep(f"nested too deeply (more than {MAX_DEPTH} levels)")
     return step_from_dict(event)
 
 
-def _depth(value: Any) -> int:
+def nesting_depth(value: Any) -> int:
     """How deeply arrays and objects nest in ``value`` (no recursion: any depth is measured)."""
     deepest = 0
     stack = [(value, 1)]

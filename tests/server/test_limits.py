@@ -332,10 +332,16 @@ def test_check_answers_400_for_wrong_types(live: Live, body: dict[str, Any]) -> 
     assert response.status_code == 400, response.text
 
 
-def test_deeply_nested_json_is_400(live: Live) -> None:
-    """A body nested past the parser's depth is bad input."""
-    response = live.client.post("/v1/steps", content=b"[" * 50000 + b"]" * 50000)
-    assert response.status_code in (400, 413), response.text
+@pytest.mark.parametrize("depth", [900, 30000])
+@pytest.mark.parametrize("path", ["/v1/steps", "/v1/check"])
+def test_deeply_nested_json_is_400(live: Live, path: str, depth: int) -> None:
+    """Args nested past 200 levels are bad input (900: was a 500 from the engine's recursion)."""
+    body = '{"tool": "x", "args": {"a": ' + "[" * depth + "]" * depth + "}}"
+    response = live.client.post(path, content=body.encode())
+    assert response.status_code == 400, response.text
+    assert "nested too deeply" in response.json()["error"]
+    shallow = '{"tool": "x", "args": {"a": ' + "[" * 150 + "]" * 150 + "}}"
+    assert live.client.post(path, content=shallow.encode()).status_code == 200
 
 
 @pytest.mark.parametrize("stamp", ["nan", "NaN", "inf", "-inf"])

@@ -46,7 +46,7 @@ from antiloop.approval import (
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.config import GuardConfig
 from antiloop.errors import BadStep, ChannelError, StoreError
-from antiloop.events import Step, step_from_dict
+from antiloop.events import MAX_DEPTH, Step, nesting_depth, step_from_dict
 from antiloop.guard import Guard
 from antiloop.server.limits import (
     Limits,
@@ -405,12 +405,17 @@ def _error(status: int, message: str) -> JSONResponse:
 
 async def _json(request: Request, limits: Limits) -> Any:
     body = await read_body(request, limits)
+    deep = f"the body is nested too deeply (steps: at most {MAX_DEPTH} levels)"
     try:
-        return json.loads(body)
+        data = json.loads(body)
     except RecursionError:
-        raise _BadRequest("the body is not JSON: nested too deeply") from None
+        raise _BadRequest(deep) from None
     except ValueError as exc:
         raise _BadRequest(f"the body is not JSON: {exc}") from None
+    # a batch wraps its steps in two more levels ({"steps": [...]})
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and nesting_depth(data) > MAX_DEPTH + 2:
+        raise _BadRequest(deep)
+    return data
 
 
 def _cursor(request: Request) -> tuple[int, int]:
