@@ -353,3 +353,27 @@ def test_the_watchdog_fires_only_past_the_deadline_and_restarts_after_stop() -> 
         pass
     time.sleep(0.3)
     assert watchdog.fired == 2
+
+
+@pytest.mark.parametrize("policy", ["allow", "block"])
+@pytest.mark.parametrize("damage", ["garbage", "", "7 short"])
+def test_a_damaged_audit_head_is_reported_and_later_steps_still_recorded(
+    url: str, policy: str, damage: str
+) -> None:
+    """A head that is not 'seq hash' is a problem verify names; steps go on being recorded."""
+    import psycopg
+
+    guard = Guard(store=url, config=CONFIG, audit=True, on_store_error=policy)
+    guard.record(_step(0))
+    guard.record(_step(1))
+    base, _, query = url.partition("?schema=")
+    with psycopg.connect(base, autocommit=True, options=f"-c search_path={query}") as conn:
+        conn.execute("UPDATE meta SET value = %s WHERE key = 'audit_head'", (damage,))
+    if damage:
+        assert [p.kind for p in guard.store.verify_audit()][:1] == ["head"]
+    for n in (2, 3):
+        verdict = guard.record(_step(n))
+        assert not _failed(verdict), verdict.reason
+    assert [r.seq for r in guard.store.audit_records("s")] == [1, 2, 3, 4]
+    assert guard.store.verify_audit() == []
+    guard.store.close()
