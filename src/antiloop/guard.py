@@ -314,7 +314,9 @@ class Guard:
             return Verdict.ok()
         verdict = Verdict.block(
             "repeat",
-            redact_text(f"{proc.operation} {proc.context!r} was stopped as a loop; not run again."),
+            redact_text(
+                f"{proc.operation} {proc.context!r} was stopped as a loop; it is not run again."
+            ),
             outcome="loop",
             fingerprint=fp,
             hint=(
