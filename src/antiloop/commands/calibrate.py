@@ -17,7 +17,11 @@ from antiloop.embed import get_embedder
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``antiloop calibrate``."""
-    parser.add_argument("labelled", metavar="LABELLED.jsonl", help="the labelled set")
+    parser.add_argument(
+        "labelled",
+        metavar="LABELLED",
+        help="the labelled set: a .jsonl file, or a directory of them (read together)",
+    )
     parser.add_argument(
         "--embedder", default="auto", help="the embedder to calibrate (default: auto)"
     )
