@@ -19,6 +19,15 @@ _DELIVERABLE = LazyPattern(
     r"^\s*(?:here\s+is|here's|here\s+are|below\s+is|voici)\b[^\n]*:[ \t]*\n", re.IGNORECASE
 )
 
+# A goal that asks for a piece of writing or an answer: "Here is ...:" then delivers it.
+_ARTEFACT_GOAL = LazyPattern(
+    r"^\W*(?:please\s+)?(?:write|draft|compose|create|prepare|produce|generate|make\s+a|"
+    r"give|list|plan|suggest|propose|translate|summari[sz]e|reply|answer|outline|design|"
+    r"draw|chart|plot|book|find|recommend|explain|describe|calculate|compute)\b",
+    re.IGNORECASE,
+)
+_HERE_IS = LazyPattern(r"^(?:here\s+is|here's|here\s+are|voici)$", re.IGNORECASE)
+
 # What may follow "let me", "I'll", "now I will": finishing touches, not the work itself.
 _WRAP_UP = LazyPattern(
     r"^\W*(?:now\s+|then\s+|also\s+|just\s+|go\s+ahead\s+and\s+|proceed\s+to\s+)?(?:"
@@ -74,18 +83,33 @@ _ACTED = LazyPattern(
 )
 
 
-def status_text(message: str) -> str:
+def asks_for_artefact(goal: str) -> bool:
+    """True when ``goal`` asks for a piece of writing, a plan or an answer ("Write ...")."""
+    return _ARTEFACT_GOAL.search(goal) is not None
+
+
+def delivers(phrase: str, goal: str) -> bool:
+    """True unless ``phrase`` is "here is" and the goal asks for no artefact.
+
+    For a fix, "Here is the logic for collecting parent links:" shows code; it delivers
+    nothing. For "Write a haiku", "Here is a haiku:" is the work done.
+    """
+    return _HERE_IS.match(" ".join(phrase.split())) is None or asks_for_artefact(goal)
+
+
+def status_text(message: str, goal: str = "") -> str:
     """The part of ``message`` that reports on the work, for the cue search.
 
     Code blocks and inline code are content, not status: they become the word ``code``.
-    A document delivered after "Here is ...:" is content too: only the line that introduces
-    it is kept (the reply's "sorry it arrived damaged" says nothing about the task).
+    For a goal that asks for an artefact, the document delivered after "Here is ...:" is
+    content too: only the line that introduces it is kept (the reply's "sorry it arrived
+    damaged" says nothing about the task).
 
     Example:
         >>> status_text("Fixed: `if not x` is gone.")
         'Fixed: code is gone.'
     """
-    found = _DELIVERABLE.search(message)
+    found = _DELIVERABLE.search(message) if asks_for_artefact(goal) else None
     if found:
         message = message[: found.end()]
     message = _FENCED.sub(" code ", message)

@@ -92,6 +92,8 @@ _NOT_DONE = LazyPattern(
     r"perhaps|maybe|might|likely|i\s+think|i\s+suspect|i\s+guess|not\s+sure|no\s+idea|"
     r"mysterious|unclear|timed\s+out|times\s+out|to\s+understand|to\s+find\s+out|"
     r"to\s+figure\s+out|to\s+see\s+(?:if|whether|what|how|why|where|which)|but\s+only|"
+    r"(?:this|that|it|which)\s+should\s+(?:now\s+)?(?:fix|allow|work|resolve|solve|handle|"
+    r"make|prevent|correct)|"
     r"(?:i|we)(?:\s+am|'m|\s+are|'re)\s+\w+ing)\b"
     r"|^\s*(?:searching|looking|checking|examining|exploring|investigating|reading|inspecting|"
     r"analy[sz]ing|reviewing|bisecting|debugging|profiling|trying|attempting|waiting|"
@@ -151,7 +153,7 @@ _COMPLETION = LazyPattern(
     r"lives\s+in|defined\s+in|listed\s+in|is\s+in|summary|answer|result|results|redirects|"
     r"returns|recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
     r"(?:is|are)\s+complete|down\s+to|(?:we|i)\s+(?:have|got)\s+the|"
-    r"(?:under|below)\s+the\s+(?:\w+\s+)?(?:target|limit))\b"
+    r"(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
     r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
@@ -271,7 +273,7 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
         >>> not_reached_cue("The login bug is still not fixed.", "The login bug is fixed.")
         'still'
     """
-    text = _cut_explanations(_POSITIVE_PHRASES.sub(" ", goal_text.status_text(message)))
+    text = _cut_explanations(_POSITIVE_PHRASES.sub(" ", goal_text.status_text(message, goal)))
     goal_words_text = " ".join(_WORD.findall(goal.lower()))
     terms = key_terms(goal)
     cue = _phrase_cue(text, goal_words_text, terms)
@@ -423,7 +425,7 @@ def completion_cue(message: str, goal: str = "") -> str | None:
     """
     goal_words = frozenset(_WORD.findall(goal.lower()))
     for found in _COMPLETION.finditer(message):
-        if found.group(0).lower() not in goal_words:
+        if found.group(0).lower() not in goal_words and goal_text.delivers(found.group(0), goal):
             return found.group(0)
     return None
 
