@@ -21,6 +21,7 @@ SUITES = {
     "hooks": "bench.hooks",
     "stores": "bench.stores",
     "termination": "bench.termination",
+    "goal": "bench.goal",
 }
 
 

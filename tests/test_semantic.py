@@ -276,3 +276,16 @@ def test_a_measure_moving_under_the_target_is_a_completion():
     assert semantic.completion_cue("Cold start: 2.9 s -> 0.62 s p50.") is not None
     assert semantic.completion_cue("Cold start is down to 0.62 s.") == "down to"
     assert semantic.completion_cue("Both numbers are under the 1 s target.") is not None
+
+
+def test_a_claim_about_the_task_itself_stands_in_for_the_goals_words():
+    """ "The fix is complete", "I have fixed the issue": the goal named by reference."""
+    assert goal_text.task_claim("Excellent! The fix is complete and working correctly.")
+    assert goal_text.task_claim("I have fixed the issue where bytes became a string.")
+    assert goal_text.task_claim("The bug is not fixed.") is None
+    claim = semantic.goal_signals(FIX, "All tests pass. The fix is complete. Now let me submit.")
+    assert claim.claim is not None
+    assert claim.coverage < semantic.MIN_COVERAGE_CUED
+    assert semantic.goal_reached(0.3, claim, 0.2)
+    vague = semantic.goal_signals(FIX, "All tests pass. Now let me submit.")
+    assert not semantic.goal_reached(0.3, vague, 0.2)

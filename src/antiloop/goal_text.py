@@ -83,6 +83,34 @@ _ACTED = LazyPattern(
 )
 
 
+# A claim that the task itself is done, naming it by reference ("the issue is fixed").
+_TASK = r"(?:the|this|that)\s+(?:issue|bug|problem|task|regression|error|crash|ticket|request)"
+_CLAIM = LazyPattern(
+    rf"\b(?:{_TASK}\s+(?:is|has\s+been|was|should\s+now\s+be)\s+(?:now\s+)?"
+    r"(?:fixed|resolved|solved|addressed|done|complete|completed|gone|handled)|"
+    rf"(?:i|we)\s+(?:have\s+|'ve\s+)?(?:successfully\s+)?(?:fixed|resolved|solved|addressed|"
+    rf"completed)\s+{_TASK}|"
+    r"(?:the|my|our)\s+fix\s+is\s+(?:now\s+)?(?:complete|working|in\s+place|done)|"
+    r"(?:i|we)\s+(?:have\s+|'ve\s+)?completed\s+the\s+(?:task|work|request)|"
+    r"(?:task|work)\s+(?:is\s+)?(?:complete|completed|done)\b)",
+    re.IGNORECASE,
+)
+
+
+def task_claim(text: str) -> str | None:
+    """The words claiming that the task itself is done, by reference ("the issue is fixed").
+
+    Real final messages name the code they changed more than the goal's words; "I have
+    fixed the issue" refers to the goal as a whole.
+
+    Example:
+        >>> task_claim("Excellent! The fix is complete and working correctly.")
+        'The fix is complete'
+    """
+    found = _CLAIM.search(text)
+    return found.group(0) if found else None
+
+
 def asks_for_artefact(goal: str) -> bool:
     """True when ``goal`` asks for a piece of writing, a plan or an answer ("Write ...")."""
     return _ARTEFACT_GOAL.search(goal) is not None

@@ -439,12 +439,14 @@ class GoalSignals:
         blocker: the words saying the goal is not reached, or ``None``.
         coverage: the share of the goal's key terms the message mentions.
         completion: the word reporting finished work, or ``None``.
+        claim: the words claiming the task itself is done ("the issue is fixed"), or ``None``.
     """
 
     equal: bool
     blocker: str | None
     coverage: float
     completion: str | None
+    claim: str | None = None
 
 
 def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -> GoalSignals:
@@ -457,13 +459,14 @@ def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -
         not_reached_cue(message, goal),
         coverage(terms, message),
         completion_cue(message, goal),
+        goal_text.task_claim(goal_text.status_text(message, goal)),
     )
 
 
 #: A message that mentions less than this share of the goal's key terms needs a completion cue.
 MIN_COVERAGE = 0.5
 #: Even with a completion cue, a message must mention this share of the goal's key terms.
-MIN_COVERAGE_CUED = 0.2
+MIN_COVERAGE_CUED = 0.15
 
 
 def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> bool:
@@ -472,7 +475,8 @@ def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> b
     * similarity to the goal is at least ``threshold`` (necessary, never sufficient);
     * no blocker: no negation, failure, intention or restatement of the task;
     * the message mentions at least ``MIN_COVERAGE`` of the goal's key terms, or reports
-      finished work (a completion cue) and mentions at least ``MIN_COVERAGE_CUED`` of them.
+      finished work (a completion cue) and mentions at least ``MIN_COVERAGE_CUED`` of them,
+      or claims that the task itself is done ("I have fixed the issue").
     """
     if signals.equal:
         return True
@@ -480,7 +484,9 @@ def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> b
         return False
     if signals.coverage >= MIN_COVERAGE:
         return True
-    return signals.completion is not None and signals.coverage >= MIN_COVERAGE_CUED
+    if signals.completion is not None and signals.coverage >= MIN_COVERAGE_CUED:
+        return True
+    return signals.claim is not None
 
 
 def _numbers_with_words(text: str) -> list[tuple[str, str, str]]:
