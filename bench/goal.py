@@ -25,6 +25,23 @@ TARGET_RECALL = 0.85
 FIRST_LOOK = {"minilm-l6-int8": (0.778, 0.560, 0.19), "ngram-v1": (0.778, 0.560, 0.08)}
 
 
+#: The reading of the misjudged held-out items when the target was first missed (2026-12-01).
+WHY = (
+    "Why the target is missed (the misjudged items as read on 2026-12-01; no rule was changed "
+    "after reading them, so the figures stay a held-out estimate): the false stop (rh021) "
+    "describes the starting state in the goal's words with no cue ('as_sql() returns "
+    "...: the first and last characters are cut'). The misses are successes whose content "
+    "holds negative words: behaviour kept ('the generated method is still added', 'a real "
+    "conflict still warns'), an answer in the negative ('the Starter and Team plans don't "
+    "include it'), a statistic read as a part count ('11 of 14'), a message opening with 'no "
+    "longer tracks'; and two that mention too few of the goal's words: 'Cleaned up' is no "
+    "completion cue, and the stemmer cuts 'rotate' and 'rotated' apart (rotate / rotat). "
+    "Similarity plays almost no part: the two embedders misjudge the same items, and on the "
+    "training part minilm scores the same at any cut from 0.00 to 0.05 and one item fewer from "
+    "0.06 to 0.24 (the shipped 0.19): the text rules carry the decision."
+)
+
+
 def _goal(name: str) -> tuple[str, KindReport, list[str], tuple[float, float, float] | None]:
     """The goal calibration for one embedder, its misjudged held-out ids and the shipped cut."""
     embedder = get_embedder(name)
@@ -72,16 +89,18 @@ def run(quick: bool = False) -> str:
         "",
         f"How the split was made: the {new} new pairs were written in 32 goal groups; every "
         f"third group (3, 6, ..., 30) went whole into goal-holdout.jsonl ({held} pairs, "
-        f"{positives} reached) before any rule change, so no held-out goal or message was seen "
-        "while the rules were tuned. The cut is chosen on the other "
+        f"{positives} reached) before any rule change; no held-out message was read while the "
+        "rules were changed on the training part (its aggregate figures were looked at twice "
+        "on the way, and its misjudged items were read only at the end, to explain the "
+        "figures below). The cut is chosen on the other "
         f"{total - held} goal items (F0.5, precision >= 0.9, middle of the best plateau) "
         "and measured on the held-out part. "
         f"Target for the shipped model: precision >= {TARGET_PRECISION} at recall >= "
         f"{TARGET_RECALL}.",
         "",
         "| embedder | threshold | held-out precision | held-out recall | TP | FP | FN | TN "
-        "| train items | held-out items | first look (P / R at the old cut) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| train P / R | train items | held-out items | first look (P / R at the old cut) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for name in names:
@@ -92,7 +111,8 @@ def run(quick: bool = False) -> str:
         first_text = f"{first[0]:.3f} / {first[1]:.3f} at {first[2]:.2f}" if first else "-"
         lines.append(
             f"| `{ident}` | {goal.best.threshold:.2f} | **{h.precision:.3f}** | "
-            f"**{h.recall:.3f}** | {h.tp} | {h.fp} | {h.fn} | {h.tn} | {goal.train_size} | "
+            f"**{h.recall:.3f}** | {h.tp} | {h.fp} | {h.fn} | {h.tn} | "
+            f"{goal.best.precision:.3f} / {goal.best.recall:.3f} | {goal.train_size} | "
             f"{goal.test_size} | {first_text} |"
         )
         if at_shipped is not None:
@@ -108,6 +128,8 @@ def run(quick: bool = False) -> str:
         "The first look is the held-out part judged by the rules as they were before this "
         "change, at the thresholds then shipped: the honest estimate of how the old rules "
         "met real final messages.",
+        "",
+        WHY,
     ]
     return "\n".join(lines)
 
