@@ -23,6 +23,7 @@ SUITES = {
     "termination": "bench.termination",
     "durability": "bench.durability",
     "clis": "bench.clis",
+    "goal": "bench.goal",
 }
 
 
