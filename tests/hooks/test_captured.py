@@ -83,8 +83,17 @@ def test_codex_failures_count_towards_the_streak(call: Call, tmp_path: Path) -> 
     """Three failing exec_command calls of Codex give the failure streak."""
     events = captured("codex", tmp_path)
     fail = next(e for e in events if e["hook_event_name"] == "PostToolUse")
+    # Three calls, each its own id (one id delivered again is the same call, a retry): the
+    # rollout Codex wrote for the failing call is copied for each, as Codex writes one per call.
+    rollout = Path(fail["transcript_path"])
+    lines = [line for line in rollout.read_text().splitlines() if fail["tool_use_id"] in line]
+    with rollout.open("a") as out:
+        for n in range(3):
+            out.writelines(line.replace(fail["tool_use_id"], f"c{n}") + "\n" for line in lines)
     answers = [
-        call(fail | {"tool_input": {"command": f"sh fail.sh {n}"}}, "codex") for n in range(3)
+        # each call its own tool-call id: one id delivered again is the same call (a retry)
+        call(fail | {"tool_input": {"command": f"sh fail.sh {n}"}, "tool_use_id": f"c{n}"}, "codex")
+        for n in range(3)
     ]
     assert answers[:2] == [None, None]
     assert answers[2] is not None
@@ -108,8 +117,8 @@ def test_codex_deny_reason_has_no_double_full_stop(call: Call, tmp_path: Path) -
     """Codex appends '. Command: …' to the reason: it must not end in a full stop itself."""
     events = captured("codex", tmp_path)
     pre, ok = [e for e in events if e["hook_event_name"] == "PreToolUse"][1], events[5]
-    call(ok, "codex")
-    call(ok, "codex")
+    call(ok | {"tool_use_id": "call_a"}, "codex")  # two calls, each with its own id
+    call(ok | {"tool_use_id": "call_b"}, "codex")
     denied = call(pre, "codex")
     assert denied is not None
     reason = denied["hookSpecificOutput"]["permissionDecisionReason"]
