@@ -233,3 +233,45 @@ def test_scan_names_a_malformed_line_it_skips(tmp_path: Path) -> None:
     assert one_line(proc.stderr).startswith(
         f"antiloop: {steps}: skipped 1 part(s) that read as no step (line 2: "
     )
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = antiloop(
+            "serve", "--port", str(port), "--store", f"sqlite:///{tmp_path}/a.db", home=tmp_path
+        )
+    assert proc.returncode == 2
+    assert one_line(proc.stderr) == (
+        f"antiloop: 127.0.0.1:{port} is in use (another antiloop serve?): pick one with --port"
+    )
+
+
+def test_check_on_a_terminal_says_what_it_waits_for(tmp_path: Path) -> None:
+    """Under a pseudo-terminal, check prints one line of what it reads, then judges."""
+    script = (
+        "import os, sys, pty\n"
+        "pid, fd = pty.fork()\n"
+        "if pid == 0:\n"
+        "    os.execv(sys.executable, [sys.executable, '-m', 'antiloop', 'check'])\n"
+        "out = b''\n"
+        "os.write(fd, b'\\x04')\n"
+        "while True:\n"
+        "    try:\n"
+        "        chunk = os.read(fd, 4096)\n"
+        "    except OSError:\n"
+        "        break\n"
+        "    if not chunk:\n"
+        "        break\n"
+        "    out += chunk\n"
+        "os.waitpid(pid, 0)\n"
+        "sys.stdout.write(out.decode())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert "reading steps as JSON lines from the terminal (Ctrl-D ends" in proc.stdout

@@ -68,6 +68,12 @@ def run_check(file: str, config_path: str | None) -> int:
     config = load_config(config_path) if config_path else GuardConfig()
     try:
         if file == "-":
+            if sys.stdin.isatty():  # a person at a terminal: say what is awaited, not wait mute
+                print(
+                    "antiloop check: reading steps as JSON lines from the terminal "
+                    "(Ctrl-D ends; give a FILE to judge one)",
+                    file=sys.stderr,
+                )
             return judge_stream(sys.stdin.buffer, sys.stdout, guard_for(config), flush=True)
         try:
             stream = Path(file).open("rb")  # noqa: SIM115 - closed below, after the loop

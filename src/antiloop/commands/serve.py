@@ -103,6 +103,7 @@ def run(ns: argparse.Namespace) -> int:
         webhook_secret=secret,
         limits=Limits(max_body=ns.max_body, store_timeout=ns.store_timeout),
     )
+    _port_free(ns.host, ns.port)  # before the URL and token are printed
     if "ANTILOOP_TOKEN" in os.environ:
         print(f"antiloop serve: {url}/  store {service.store.url}", file=sys.stderr)
     else:
@@ -119,3 +120,21 @@ def run(ns: argparse.Namespace) -> int:
         lifespan="on",
     )
     return 0
+
+
+def _port_free(host: str, port: int) -> None:
+    """Fail in one line when the address is taken, before anything is printed or started."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ConfigError(
+                    f"{host}:{port} is in use (another antiloop serve?): pick one with --port"
+                ) from None
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
