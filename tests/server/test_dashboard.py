@@ -14,6 +14,7 @@ import shutil
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from tests.server.conftest import TOKEN, Server, start_server, stop_server
@@ -39,7 +40,8 @@ OVERFLOW = """() => {
     const box = node.getBoundingClientRect();
     if (box.width === 0 && box.height === 0) continue;
     if (box.right > innerWidth + 1 || box.left < -1) {
-      wide.push(node.tagName + "." + node.className + " " + Math.round(box.left) + ".." + Math.round(box.right));
+      const where = Math.round(box.left) + ".." + Math.round(box.right);
+      wide.push(node.tagName + "." + node.className + " " + where);
     }
   }
   return {scroll: document.scrollingElement.scrollWidth, inner: innerWidth, wide: wide.slice(0, 5)};
@@ -153,7 +155,8 @@ def test_sign_in_page(world: Any) -> None:
     assert signin.is_visible()
     assert "ANTILOOP_TOKEN" in signin.inner_text()
     assert tab.locator("#overview").is_hidden()
-    assert tab.locator("#nav").is_hidden() and tab.locator("#signout").is_hidden()
+    assert tab.locator("#nav").is_hidden()
+    assert tab.locator("#signout").is_hidden()
     assert "Nothing waits" not in tab.locator("body").inner_text()
     assert tab.evaluate("document.activeElement.id") == "token"
     tab.keyboard.type("not-the-token")
@@ -184,7 +187,8 @@ def test_decided_approvals_have_a_history(page: Any, world: Any) -> None:
     """A decided request is kept: who decided, when, how long it waited, the comment."""
     recent = page.locator(f'#recent-decisions li[data-id="{world["decided"]}"]')
     recent.wait_for()
-    assert "denied" in recent.inner_text() and "by dashboard" in recent.inner_text()
+    assert "denied" in recent.inner_text()
+    assert "by dashboard" in recent.inner_text()
     page.locator("#nav a", has_text="History").click()
     row = page.locator(f'#history-table tr[data-id="{world["decided"]}"]')
     row.wait_for()
@@ -232,7 +236,8 @@ def test_keyboard_approves(page: Any, world: Any) -> None:
         "() => [document.activeElement.className, getComputedStyle(document.activeElement)"
         ".outlineStyle, document.activeElement.getAttribute('aria-label')]"
     )
-    assert focused[0] == "approve" and focused[1] != "none", focused
+    assert focused[0] == "approve", focused
+    assert focused[1] != "none", focused  # the focus is visible
     assert focused[2].startswith("Approve Bash"), focused
     page.keyboard.press("Enter")
     card.wait_for(state="detached")
@@ -293,7 +298,9 @@ def test_three_widths_fit(world: Any, width: int, tmp_path: Path) -> None:
     tab.locator("#token").fill(TOKEN)
     tab.keyboard.press("Enter")
     tab.wait_for_selector("#status.live")
-    tab.locator(f'.approval[data-id="{world["pending"]}"] .countdown:has-text("expires")').wait_for()
+    tab.locator(
+        f'.approval[data-id="{world["pending"]}"] .countdown:has-text("expires")'
+    ).wait_for()
     tab.locator("#recent-decisions li.decided").first.wait_for()
     _fits(tab, f"overview at {width}")
     comment = tab.locator(f'.approval[data-id="{world["pending"]}"] input.comment')
@@ -309,3 +316,20 @@ def test_three_widths_fit(world: Any, width: int, tmp_path: Path) -> None:
     _shoot(tab, f"dashboard-history-{width}", tmp_path)
     assert tab.errors == []
     tab.context.close()
+
+
+def test_agent_text_is_never_html(page: Any, world: Any) -> None:
+    """Markup in a session id, a tool name and arguments is shown as text, never run."""
+    evil = '<img src=x onerror="window.pwned=1">'
+    session = "x-" + uuid.uuid4().hex[:6] + evil
+    step = {"session": session, "tool": "Grep" + evil, "args": {"pattern": evil}, "output": "0"}
+    world["server"].call("POST", "/v1/steps", [step, step])
+    item = page.locator("li.verdict", has_text="x-").filter(has_text=evil).first
+    item.wait_for()
+    page.goto(page.url.split("#")[0] + "#/session/" + quote(session, safe=""))
+    page.locator("#s-timeline li.step").first.wait_for()
+    assert evil in page.locator("#s-title").inner_text()
+    assert evil in page.locator("#s-timeline").inner_text()
+    assert page.locator("img").count() == 0
+    assert page.evaluate("window.pwned") is None
+    page.goto(page.url.split("#")[0] + "#/")
