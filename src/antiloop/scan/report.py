@@ -73,7 +73,9 @@ figcaption { font-weight: 600; margin-bottom: 8px; }
 .bar:hover, .bar[aria-pressed='true'] { background: #e6e9ef; }
 .bar-label { text-align: right; overflow-wrap: anywhere; }
 .bar-track { display: flex; align-items: center; gap: 6px; min-width: 0; }
-.seg { display: inline-block; height: 14px; border-radius: 2px; flex: none; }
+.segs { display: flex; flex: none; max-width: calc(100% - 4.5em); height: 14px; border-radius: 2px;
+        overflow: hidden; }
+.seg { display: block; height: 14px; }
 .bar-value { font-variant-numeric: tabular-nums; white-space: nowrap; }
 .detail { margin-top: 8px; padding: 6px 8px; background: #fff; border: 1px solid var(--line);
           border-radius: 6px; font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace;
@@ -187,7 +189,9 @@ _JS = """
     var fp = bar.getAttribute('data-fp');
     if (fp) { search.value = fp; filter(); }
     var run = bar.getAttribute('data-run');
-    if (run) { var target = document.getElementById(run); target.scrollIntoView();
+    if (run) { var target = document.getElementById(run);
+               if (target.classList.contains('hide')) { search.value = ''; filter(); }
+               target.scrollIntoView();
                var first = target.querySelector('.s[tabindex="0"]'); if (first) first.focus(); }
   }
 
@@ -370,11 +374,14 @@ def _bars(rows: Sequence[Bar]) -> str:
     out = ["<div class='bars'>"]
     for label, segs, detail, data in rows:
         attrs = "".join(f" data-{k}='{_esc(v)}'" for k, v in data.items())
-        bars = "".join(
-            f"<span class='seg' style='width:{max(75 * v / top, 0.5):.1f}%;background:{c}'></span>"
+        whole = sum(v for v, _ in segs) or 1
+        parts = "".join(
+            f"<span class='seg' style='width:{100 * v / whole:.1f}%;background:{c}'></span>"
             for v, c in segs
             if v > 0
         )
+        width = max(80 * whole / top, 0.5)
+        bars = f"<span class='segs' style='width:{width:.1f}%'>{parts}</span>"
         total = "+".join(str(v) for v, _ in segs) if len(segs) > 1 else str(segs[0][0])
         out.append(
             f"<button type='button' class='bar' aria-pressed='false' "
