@@ -89,7 +89,11 @@ def _id(name: str = "id") -> list[dict[str, Any]]:
 
 def _view_paths() -> dict[str, Any]:
     """The dashboard's read-only views (``antiloop.server.views``)."""
-    limit = {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1}}
+    limit = {
+        "name": "limit",
+        "in": "query",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
+    }
     return {
         "/v1/timeline/{id}": {
             "get": {
@@ -100,7 +104,7 @@ def _view_paths() -> dict[str, Any]:
         "/v1/decisions": {
             "get": {
                 **_op("Decided approvals, newest first, with who, when and how long they waited"),
-                "parameters": [{**limit, "schema": {**limit["schema"], "maximum": 500}}],
+                "parameters": [limit],
             }
         },
     }
