@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 from tests.server.conftest import Server
@@ -134,3 +135,26 @@ def test_openapi_lists_the_views(server: Server) -> None:
     assert "get" in schema["paths"]["/v1/timeline/{id}"]
     limit = schema["paths"]["/v1/decisions"]["get"]["parameters"][0]
     assert (limit["name"], limit["schema"]["maximum"]) == ("limit", 500)
+
+
+def test_a_request_past_its_expiry_is_history(tmp_path: Path) -> None:
+    """Read past its expires_at, a pending request is expired: decided, and in the history."""
+    from starlette.testclient import TestClient
+
+    from antiloop.server.app import Service, create_app
+
+    now = [1_000_000.0]
+    service = Service(f"sqlite:///{tmp_path}/x.db", "t0ken-for-tests", clock=lambda: now[0])
+    headers = {"Authorization": "Bearer t0ken-for-tests"}
+    with TestClient(create_app(service)) as client:
+        body = {"tool": "Bash", "args": {"command": "rm -rf x"}, "session": "exp"}
+        request = client.post("/v1/check", json=body, headers=headers).json()["approval"]
+        assert client.get("/v1/decisions", headers=headers).json() == {"decisions": []}
+        now[0] = request["expires_at"] + 1
+        page = client.get("/v1/timeline/exp", headers=headers).json()
+        decided = client.get("/v1/decisions", headers=headers).json()["decisions"]
+    assert [r["status"] for r in page["approvals"]] == ["expired"]
+    assert [(r["id"], r["status"], r["decided_by"]) for r in decided] == [
+        (request["id"], "expired", "timeout")
+    ]
+    assert decided[0]["waited"] == round(now[0] - request["created_at"], 3)

@@ -64,8 +64,12 @@ def session_page(service: Service, sid: str) -> dict[str, Any] | None:
     state = service.store.peek(sid)
     audit = getattr(service.store, "audit_records", None)
     records = [r.to_dict() for r in audit(session=sid)][-TIMELINE_MAX:] if callable(audit) else []
-    recent = list(service.recent.get(sid, ()))
-    approvals = [_approval_row(r) for r in service.ledger.list_approvals(session=sid)]
+    recent = list(service.recent.get(sid) or ())
+    approvals = [
+        _approval_row(_fresh(service, r))
+        for r in service.ledger.list_approvals(session=sid)
+        if not r.extra.get("vote_for")
+    ]
     if state is None and not recent and not records and not approvals:
         return None
     ended = getattr(state, "ended", None)
@@ -90,13 +94,17 @@ def session_page(service: Service, sid: str) -> dict[str, Any] | None:
 
 def decided_approvals(service: Service, limit: int) -> list[dict[str, Any]]:
     """Decided approval requests, newest decision first, each with how long it waited."""
-    decided = [
-        r
-        for r in service.ledger.list_approvals()
-        if str(r.status) != "pending" and not r.extra.get("vote_for")
-    ]
+    fresh = (_fresh(service, r) for r in service.ledger.list_approvals())
+    decided = [r for r in fresh if str(r.status) != "pending" and not r.extra.get("vote_for")]
     decided.sort(key=lambda r: r.decided_at or r.created_at, reverse=True)
     return [_approval_row(r) for r in decided[:limit]]
+
+
+def _fresh(service: Service, r: ApprovalRequest) -> ApprovalRequest:
+    """The request, expired first when it is still pending past its ``expires_at``."""
+    if str(r.status) == "pending" and r.expires_at and service.clock() >= r.expires_at:
+        return service.approvals.expire(r.id)
+    return r
 
 
 def _approval_row(r: ApprovalRequest) -> dict[str, Any]:
