@@ -310,6 +310,11 @@ def test_three_widths_fit(world: Any, width: int, tmp_path: Path) -> None:
     tab.locator("#s-audit tr.record").first.wait_for()
     _fits(tab, f"session page at {width}")
     _shoot(tab, f"dashboard-session-{width}", tmp_path)
+    tab.goto(f"{world['server'].url}/#/session/{world['waiting']}")
+    tab.locator("#s-approvals .countdown:has-text('expires')").wait_for()
+    assert tab.locator("#s-controls button.stop").is_visible()  # it runs: Stop is offered
+    _fits(tab, f"page of a waiting session at {width}")
+    _shoot(tab, f"dashboard-waiting-{width}", tmp_path)
     tab.goto(f"{world['server'].url}/#/history")
     tab.locator("#history-table tr.decided").first.wait_for()
     _fits(tab, f"history at {width}")

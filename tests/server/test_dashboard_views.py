@@ -61,6 +61,7 @@ def test_timeline_of_a_stopped_loop(server: Server) -> None:
     ]
     assert [r["seq"] for r in page["audit"]] == sorted(r["seq"] for r in page["audit"])
     assert all(r["hash"] for r in page["audit"])
+    assert page["audited"] is True
 
 
 def test_controls_follow_the_state(server: Server) -> None:

@@ -3,7 +3,8 @@
 ``GET /v1/timeline/{id}`` gathers what the session page shows in one call: the session's state
 and the controls that still apply (Stop and feedback only while it runs), its latest verdict
 that was not ``continue`` (fingerprint, reason, hint), the timeline of its steps and verdicts,
-its audit records, its approvals and the feedback people gave it. ``GET /v1/decisions`` lists
+its audit records (``audited``: whether the store keeps an audit log at all), its approvals
+and the feedback people gave it. ``GET /v1/decisions`` lists
 decided approvals, newest first, with who decided, when, and how long the request waited.
 
 Every body passes through the redactor (``antiloop.redact``): they carry the agent's text.
@@ -87,6 +88,7 @@ def session_page(service: Service, sid: str) -> dict[str, Any] | None:
         "latest": _latest(recent, records, ended_wire),
         "timeline": steps if records else [_from_wire(w) for w in recent],
         "audit": records,
+        "audited": callable(audit),
         "approvals": approvals,
         "feedback": _feedback(recent, approvals),
     }
