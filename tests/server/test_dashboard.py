@@ -168,6 +168,7 @@ def test_sign_in_page(world: Any) -> None:
     tab.wait_for_selector("#status.live")
     assert tab.locator("#signin").is_hidden()
     assert tab.locator("#overview").is_visible()
+    assert tab.evaluate("document.activeElement.id") == "content"
     tab.context.close()
 
 
@@ -338,3 +339,19 @@ def test_agent_text_is_never_html(page: Any, world: Any) -> None:
     assert page.locator("img").count() == 0
     assert page.evaluate("window.pwned") is None
     page.goto(page.url.split("#")[0] + "#/")
+
+
+def test_tab_starts_with_the_skip_link(page: Any, world: Any) -> None:
+    """The first Tab shows the skip link; Enter on it moves the focus to the content."""
+    page.goto(page.url.split("#")[0] + "#/session/" + world["looped"])
+    page.reload()  # a fresh load: the focus starts at the top
+    page.locator("#s-audit tr.record").first.wait_for()
+    page.keyboard.press("Tab")
+    skip = page.locator("a.skip")
+    assert page.evaluate("document.activeElement.className") == "skip"
+    assert skip.bounding_box()["width"] > 50  # shown while focused
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "content"
+    assert page.locator("#session").is_visible()  # still the session's page
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.tagName") in {"A", "BUTTON", "INPUT", "UL"}
