@@ -159,3 +159,13 @@ def test_a_request_past_its_expiry_is_history(tmp_path: Path) -> None:
         (request["id"], "expired", "timeout")
     ]
     assert decided[0]["waited"] == round(now[0] - request["created_at"], 3)
+
+
+def test_the_page_never_parses_text_as_html() -> None:
+    """The dashboard script builds nodes and text nodes only: no HTML parsing sink in it."""
+    from importlib import resources
+
+    page = resources.files("antiloop.server").joinpath("dashboard.html").read_text("utf-8")
+    script = page[page.index("<script>") :]
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval("):
+        assert sink not in script, sink
