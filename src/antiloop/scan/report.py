@@ -72,6 +72,9 @@ figcaption { font-weight: 600; margin-bottom: 8px; }
        cursor: pointer; }
 .bar:hover, .bar[aria-pressed='true'] { background: #e6e9ef; }
 .bar-label { text-align: right; overflow-wrap: anywhere; }
+#chart-fingerprints .bar { grid-template-columns: minmax(8em, 62%) 1fr; }
+#chart-fingerprints .bar-label { text-align: left; font-family: ui-monospace, Menlo, monospace;
+                                 font-size: 12px; }
 .bar-track { display: flex; align-items: center; gap: 6px; min-width: 0; }
 .segs { display: flex; flex: none; max-width: calc(100% - 4.5em); height: 14px; border-radius: 2px;
         overflow: hidden; }
