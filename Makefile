@@ -4,7 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test sysdeps lint typecheck unit conformance bench clean
+.PHONY: demo test sysdeps clis lint typecheck unit conformance bench clean
+
+# The real agent CLIs the hook tests drive (tests/hooks/test_real_clis.py), pinned, installed
+# once into an ignored folder. Without npm the tests skip with the reason (and fail under CI=true).
+CLIS_DIR := .cache/clis
+CLIS_STAMP := $(CLIS_DIR)/.installed
+CLIS_PACKAGES := @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 @google/gemini-cli@0.61.0
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,7 +29,18 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/antiloop demo
 
-test: $(STAMP) sysdeps lint typecheck unit conformance
+test: $(STAMP) sysdeps clis lint typecheck unit conformance
+
+clis: $(CLIS_STAMP)
+
+$(CLIS_STAMP): Makefile
+	@if command -v npm >/dev/null; then \
+	  echo "installing the agent CLIs for the hook tests into $(CLIS_DIR)"; \
+	  if npm install --prefix $(CLIS_DIR) --no-audit --no-fund --no-save --loglevel=error \
+	      $(CLIS_PACKAGES); then touch $@; \
+	  elif [ "$$CI" = true ]; then exit 1; \
+	  else echo "note: npm install failed; the real agent CLI tests will skip"; fi; \
+	else echo "note: npm is missing; the real agent CLI tests will skip"; fi
 
 # Debian's chromium for the browser tests (Playwright drives it; nothing is downloaded at run
 # time). Installed when missing and we may use apt-get; elsewhere those tests skip with a reason.
@@ -54,4 +71,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(CLIS_DIR)

@@ -21,6 +21,9 @@ SUITES = {
     "hooks": "bench.hooks",
     "stores": "bench.stores",
     "termination": "bench.termination",
+    "durability": "bench.durability",
+    "clis": "bench.clis",
+    "goal": "bench.goal",
 }
 
 

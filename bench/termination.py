@@ -28,7 +28,7 @@ from antiloop.embed import CachedEmbedder, get_embedder
 from antiloop.events import Step
 
 ROOT = Path(__file__).resolve().parents[1]
-LABELLED = ROOT / "tests" / "data" / "labelled" / "termination.jsonl"
+LABELLED = ROOT / "tests" / "data" / "labelled"
 
 COLD = (
     "import time; t0 = time.perf_counter(); "

@@ -137,3 +137,80 @@ def test_a_huge_output_is_judged_without_extra_copies(tmp_path):
     assert lines(out.getvalue())[1]["detector"] == "repeat"
     # reading the line (its bytes) plus parsing it, and then only small slices
     assert peak - base < size + parse_peak + size // 8, (peak - base, parse_peak, size)
+
+
+def _nested(depth, session="default"):
+    return (
+        f'{{"session": "{session}", "tool": "read", "args": {{"a": '
+        + "[" * depth
+        + "]" * depth
+        + "}}"
+    )
+
+
+def test_a_line_nested_too_deeply_is_invalid_and_the_stream_goes_on():
+    """100,000 levels: that line is invalid; the steps around it are judged and consecutive."""
+    stream = "\n".join([json.dumps(GREP), _nested(100_000), json.dumps(GREP), _nested(150, "b")])
+    result = run_cli(stdin=stream + "\n")
+    verdicts = lines(result.stdout)
+    assert [v["action"] for v in verdicts] == ["continue", "invalid", "stop", "continue"]
+    assert "line 2: nested too deeply" in verdicts[1]["reason"]
+    assert result.stderr == ""
+    assert result.returncode == 3
+
+
+def _one_step_sessions(first, n):
+    buf = io.BytesIO()
+    for i in range(first, first + n):
+        buf.write(json.dumps({**GREP, "session": f"s{i}"}).encode() + b"\n")
+    buf.seek(0)
+    return buf
+
+
+def test_sessions_past_max_sessions_are_forgotten_least_recent_first():
+    """max_sessions bounds what check keeps; a forgotten session that comes back starts afresh."""
+    from antiloop import GuardConfig
+    from antiloop.commands.check import guard_for
+
+    guard = guard_for(GuardConfig(max_sessions=1000))
+    judge_stream(_one_step_sessions(0, 1000), io.StringIO(), guard)
+    kept = io.StringIO()
+    judge_stream(io.BytesIO(json.dumps({**GREP, "session": "s0"}).encode()), kept, guard)
+    assert lines(kept.getvalue())[0]["action"] == "stop"  # s0 was kept: this is its repeat
+    tracemalloc.start()
+    judge_stream(_one_step_sessions(1000, 2000), io.StringIO(), guard)
+    warm, _ = tracemalloc.get_traced_memory()
+    judge_stream(_one_step_sessions(3000, 4000), io.StringIO(), guard)
+    after, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert len(guard.sessions) == 1000
+    assert after - warm < 200_000, (warm, after)  # 4,000 more sessions, the same memory
+    back = io.StringIO()
+    judge_stream(io.BytesIO(json.dumps({**GREP, "session": "s1"}).encode()), back, guard)
+    assert lines(back.getvalue())[0]["action"] == "continue"  # forgotten: starts afresh
+
+
+def test_max_sessions_is_checked(tmp_path):
+    """max_sessions must be a positive integer (exit 2 with the reason)."""
+    config = tmp_path / "c.json"
+    config.write_text('{"max_sessions": 0}')
+    result = run_cli("--config", str(config))
+    assert result.returncode == 2
+    assert "max_sessions" in result.stderr
+
+
+def test_a_reader_that_goes_away_is_an_error_not_success(tmp_path):
+    """stdout closed after the first line: non-zero exit and one line saying so."""
+    path = tmp_path / "many.jsonl"
+    path.write_text("".join(json.dumps({**GREP, "session": f"s{i}"}) + "\n" for i in range(50000)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "antiloop", "check", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline()
+    process.stdout.close()
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 141
+    assert err.decode().splitlines() == ["antiloop: stdout closed before every verdict was written"]

@@ -222,3 +222,14 @@ def test_scan_colours_only_when_asked_or_on_a_terminal(
     assert wants_colour(Tty())  # type: ignore[arg-type]
     monkeypatch.setenv("NO_COLOR", "1")
     assert not wants_colour(Tty())  # type: ignore[arg-type]
+
+
+def test_scan_names_a_malformed_line_it_skips(tmp_path: Path) -> None:
+    steps = tmp_path / "run.jsonl"
+    read = json.dumps({"tool": "Read", "args": {"path": "a"}, "output": "x"})
+    steps.write_text(f"{read}\n{{not json\n{read}\n")
+    proc = antiloop("scan", str(steps))
+    assert proc.returncode == 1  # the two reads around it are still a repeat
+    assert one_line(proc.stderr).startswith(
+        f"antiloop: {steps}: skipped 1 part(s) that read as no step (line 2: "
+    )

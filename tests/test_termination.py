@@ -64,6 +64,25 @@ def test_goal_reached_on_unseen_text(minilm):
     assert first_stop(verdicts) == (3, "goal")
 
 
+def test_a_real_style_run_stops_at_its_final_message_not_before(minilm):
+    """The starting state, a plan and a reverted change go on; "Now let me submit" stops."""
+    verdicts = judge(
+        steps(
+            [
+                "Reproduced: uploading a 12 MB image returns 201 and the file is stored.",
+                "Here is my plan:\n1. Check request.content_length.\n2. Return 413 above 5 MB.",
+                "I reverted the middleware change, since it rejected every multipart upload; "
+                "the code is back to the original.",
+                "Perfect! The upload view now rejects files larger than 5 MB with a 413 and "
+                "accepts smaller ones; the upload tests pass (14 passed). Now let me submit the "
+                "final output:",
+            ]
+        ),
+        minilm,
+    )
+    assert first_stop(verdicts) == (3, "goal")
+
+
 @pytest.mark.parametrize(
     "message",
     [

@@ -113,8 +113,27 @@ class Row:
 
 
 def load_labelled(path: str | Path) -> list[Item]:
-    """Read a labelled set (JSON lines); a bad line is a ``ConfigError`` naming it."""
+    """Read a labelled set (JSON lines); a bad line is a ``ConfigError`` naming it.
+
+    ``path`` is a file, or a directory whose ``*.jsonl`` files are read in name order (the
+    shipped set keeps its held-out goal part in a file of its own). Ids must be unique.
+    """
     file = Path(path)
+    files = sorted(file.glob("*.jsonl")) if file.is_dir() else [file]
+    if not files:
+        raise ConfigError(f"no *.jsonl labelled set in {file}")
+    items: list[Item] = []
+    for one in files:
+        items.extend(_load_file(one))
+    seen: set[str] = set()
+    for item in items:
+        if item.id in seen:
+            raise ConfigError(f"{file}: the id {item.id!r} is used twice")
+        seen.add(item.id)
+    return items
+
+
+def _load_file(file: Path) -> list[Item]:
     try:
         lines = file.read_text(encoding="utf-8").splitlines()
     except OSError as exc:

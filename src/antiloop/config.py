@@ -24,7 +24,7 @@ OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
-TABLES = ("approval", "hooks")
+TABLES = ("approval", "hooks", "audit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +54,7 @@ class GuardConfig:
     on_store_error: str = "allow"
     hidden_repeat_threshold: int = 3
     cosmetic_rerun_threshold: int = 2
+    max_sessions: int = 100_000  # antiloop check: sessions kept; the least recent go first
 
     @property
     def budget(self) -> int:
@@ -101,6 +102,8 @@ def _check(key: str, value: Any, source: str) -> Any:
         return None if value is None else _positive_int(key, value, source)
     if key in ("min_steps", "cycle_max_period", "failure_streak"):
         return _positive_int(key, value, source, minimum=0 if key != "min_steps" else 1)
+    if key == "max_sessions":
+        return _positive_int(key, value, source)
     if key in ("repeat_threshold", "stagnation_window"):
         return _positive_int(key, value, source, minimum=2 if key == "repeat_threshold" else 1)
     if key in ("hidden_repeat_threshold", "cosmetic_rerun_threshold"):

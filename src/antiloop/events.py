@@ -225,10 +225,42 @@ def step_from_dict(event: object) -> Step:
     )
 
 
+MAX_DEPTH = 200
+"""Deepest nesting of arrays and objects a line may have (PROTOCOL.md section 7)."""
+
+
 def parse_line(line: str | bytes) -> Step:
-    """Parse one JSON line into a Step, or raise BadStep saying what is wrong."""
+    """Parse one JSON line into a Step, or raise BadStep saying what is wrong.
+
+    A line nested deeper than ``MAX_DEPTH`` is bad input, like one that is not JSON.
+    """
+    if isinstance(line, bytes):
+        opens = line.count(b"[") + line.count(b"{")
+    else:
+        opens = line.count("[") + line.count("{")
     try:
         event = json.loads(line)
+    except RecursionError:
+        raise BadStep(f"nested too deeply (more than {MAX_DEPTH} levels)") from None
     except ValueError as exc:
         raise BadStep(f"not valid JSON ({exc})") from None
+    if opens > MAX_DEPTH and nesting_depth(event) > MAX_DEPTH:
+        raise BadStep(f"nested too deeply (more than {MAX_DEPTH} levels)")
     return step_from_dict(event)
+
+
+def nesting_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (no recursion: any depth is measured)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest

@@ -73,6 +73,13 @@ def _relative_states(step: Step) -> Mapping[str, FileState]:
     return {canonical_path(p, step.cwd) or p: s for p, s in step.file_states.items()}
 
 
+def _kept_context(context: str) -> str:
+    """The context a window keeps: redacted before it is cut, so no secret is left half-cut."""
+    if len(context) <= _CONTEXT_KEPT and context.isalnum():
+        return context
+    return redact_text(context)[:_CONTEXT_KEPT]
+
+
 def _error_digest(record: StepRecord | None, step: Step) -> str:
     """A short digest of a failing step's scrubbed error line (section 6: failure streaks)."""
     if record is not None:
@@ -307,7 +314,9 @@ class Guard:
             return Verdict.ok()
         verdict = Verdict.block(
             "repeat",
-            f"{proc.operation} {proc.context!r} was stopped as a loop; it is not run again.",
+            redact_text(
+                f"{proc.operation} {proc.context!r} was stopped as a loop; it is not run again."
+            ),
             outcome="loop",
             fingerprint=fp,
             hint=(
@@ -494,7 +503,7 @@ class Guard:
                 if found is not None:
                     same = (*same[: back - 1], found, *same[back:])
         record = StepRecord(
-            index, tool, proc.operation, digest, proc.context[:_CONTEXT_KEPT], readings, same
+            index, tool, proc.operation, digest, _kept_context(proc.context), readings, same
         )
         stream.run = stream.run + 1 if same and same[0] is not None else 1
         window.append(record)

@@ -15,15 +15,14 @@ from antiloop.canonical import Procedure
 from antiloop.events import Step
 from antiloop.readings import Readings, SameResult
 
-# Keys up to this length are kept as they are (cheaper than hashing, and as small as a digest
-# object); longer ones become a 16-hex-digit digest. Keys hold control characters, digests none.
-_SHORT_KEY = 48
-
 
 def key_digest(key: str) -> str:
-    """A short stable stand-in for a canonical procedure key: the key itself when short."""
-    if len(key) <= _SHORT_KEY:
-        return key
+    """A short stable stand-in for a canonical procedure key: 16 hex digits of its digest.
+
+    The stand-in is stored with the session, so it never holds the key itself (a key holds
+    the call's arguments, and arguments hold secrets: ``mysql -phunter2``); two digests
+    compare equal exactly when their keys do.
+    """
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 

@@ -768,10 +768,10 @@ def _head(scrubbed_start: bytes) -> str:
     for size in (2 * HEAD_CHARS, 5 * HEAD_CHARS):
         if len(scrubbed_start) <= size:
             break
-        short = " ".join(scrubbed_start[:size].decode("utf-8", "ignore").split())
-        if len(short) > HEAD_CHARS:
+        short = redact_text(" ".join(scrubbed_start[:size].decode("utf-8", "ignore").split()))
+        if len(short) > HEAD_CHARS:  # redacted before the cut: no secret is left half-cut
             return short[: HEAD_CHARS - 1].rstrip() + "…"
-    return _cut(" ".join(scrubbed_start.decode("utf-8", "ignore").split()))
+    return _cut(redact_text(" ".join(scrubbed_start.decode("utf-8", "ignore").split())))
 
 
 def read_result(
@@ -838,7 +838,7 @@ def read_result(
         exact=exact,
         exit_code=exit_code,
         scrubbed=scrubbed,
-        head=redact_text(_head(texts.head)),
+        head=_head(texts.head),
         matches=matches,
         match_count=match_count,
         count_only=count_only,
@@ -969,7 +969,7 @@ def _read_small(
         exact,
         exit_code,
         scrubbed,
-        redact_text(_head(done_out[: 16 * HEAD_CHARS] if out else done_err[: 16 * HEAD_CHARS])),
+        _head(done_out[: 16 * HEAD_CHARS] if out else done_err[: 16 * HEAD_CHARS]),
         matches,
         match_count,
         count_only,
@@ -1061,7 +1061,7 @@ def same_result(a: Readings, b: Readings) -> SameResult | None:
         label = label or f"{a.failing} failing"
         readings.append(f"failing:{a.failing}")
     if a.error_line is not None and a.error_line == b.error_line:
-        label = label or _cut(a.error_line)
+        label = label or _cut(redact_text(a.error_line))
         readings.append(f"error:{a.error_line}")
     if matches:
         count = a.match_count or 0

@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from antiloop import goal_text
 from antiloop._lazy import LazyPattern
 
 _DIGITS = LazyPattern(r"\d+")
@@ -43,12 +44,13 @@ _SUFFIXES = ("ings", "ing", "edly", "ed", "ies", "xes", "ches", "shes", "sses", 
 # Phrases that look negative but report success: neutralised before the cue search.
 _POSITIVE_PHRASES = LazyPattern(
     r"\b(?:no\s+longer\s+(?:fails?|failing|crash(?:es)?|errors?|raises?|throws?|breaks?|"
-    r"hangs?|leaks?|returns?\s+\d+)|no\s+(?:more\s+)?(?:errors?|failures?|warnings?|regressions?|"
+    r"hangs?|leaks?|returns?\s+\d+)|\d{3}\s+not\s+found|no\s+(?:more\s+)?(?:errors?|failures?|warnings?|regressions?|"
     r"issues|problems|references|occurrences|remaining\s+\w+|other\s+(?:changes|issues))|"
     r"nothing\s+(?:else|left|remains|more)|not\s+only|(?:previously|formerly|originally)\s+"
     r"(?:failing|failed|broken)|(?:was|were|that\s+was|which\s+was)\s+(?:failing|broken)|"
     r"(?:0|zero|none)\s+(?:failures?|failing|failed|errors?)|without\s+(?:any\s+)?(?:errors?|"
-    r"failures?|warnings?|problems)|still\s+(?:pass(?:es|ing)?|works?|green)|"
+    r"failures?|warnings?|problems)|still\s+(?:pass(?:es|ing)?|works?|green|runs?|loads?|builds?|"
+    r"compiles?|succeeds?|behaves?)|"
     r"let\s+me\s+know|feel\s+free|if\s+you\s+(?:need|want)|nothing\s+else)\b",
     re.IGNORECASE,
 )
@@ -89,7 +91,9 @@ _NOT_DONE = LazyPattern(
     r"stuck|blocked|unsuccessful|it\s+seems|it\s+appears|seems\s+to|appears\s+to|probably|"
     r"perhaps|maybe|might|likely|i\s+think|i\s+suspect|i\s+guess|not\s+sure|no\s+idea|"
     r"mysterious|unclear|timed\s+out|times\s+out|to\s+understand|to\s+find\s+out|"
-    r"to\s+figure\s+out|to\s+see\s+(?:if|whether|what|how|why|where|which)|"
+    r"to\s+figure\s+out|to\s+see\s+(?:if|whether|what|how|why|where|which)|but\s+only|"
+    r"(?:this|that|it|which)\s+should\s+(?:now\s+)?(?:fix|allow|work|resolve|solve|handle|"
+    r"make|prevent|correct)|"
     r"(?:i|we)(?:\s+am|'m|\s+are|'re)\s+\w+ing)\b"
     r"|^\s*(?:searching|looking|checking|examining|exploring|investigating|reading|inspecting|"
     r"analy[sz]ing|reviewing|bisecting|debugging|profiling|trying|attempting|waiting|"
@@ -101,18 +105,22 @@ _NOT_DONE = LazyPattern(
 _NEGATIVE = LazyPattern(
     r"\b(?:not|no|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|haven't|"
     r"hasn't|hadn't|fail|fails|failed|failing|failure|failures|broken|breaks|incomplete|red|"
-    r"crash|crashes|crashed|rejected|denied|"
-    r"half|remaining|remains|left\s+to|some\s+of|except|wrong|missing|"
+    r"crash|crashes|crashed|broke|rejected|denied|"
+    r"half|remaining|remains|left\s+to|left\s+out|omitted|some\s+of|except|wrong|missing|"
     r"(?:is|are|was|were|stays|remains)\s+empty)\b",
     re.IGNORECASE,
 )
 # Failure words: they count in any clause (a repaired "broken link" aside).
 _FAILURE = LazyPattern(
-    r"\b(?:fail|fails|failed|failing|failure|failures|broken|breaks|crash|crashes|"
+    r"\b(?:fail|fails|failed|failing|failure|failures|broken|breaks|broke|crash|crashes|"
     r"crashed|incomplete|rejected|denied)\b",
     re.IGNORECASE,
 )
-_CONDITION = LazyPattern(r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or)\b", re.IGNORECASE)
+_CONDITION = LazyPattern(
+    r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or)\b"
+    r"|\b(?:a|an|any|every|each)\s+\w+\s+(?:that|which)\b",  # "a file that fails is reported"
+    re.IGNORECASE,
+)
 # Negations in the past tense: after a clause reporting success they explain the cause.
 _PAST_NEGATIVE = frozenset(
     {"was not", "were not", "wasn't", "weren't", "had not", "hadn't", "never", "did not", "didn't"}
@@ -126,6 +134,7 @@ _EXPLANATION = LazyPattern(
 )
 _REPAIRED = LazyPattern(
     r"\b(?:fixed|repaired|removed|deleted|replaced|resolved|cleaned\s+up|handled|skipped|"
+    r"added|adds|restored|"
     r"fix|fixes|remove|removes|replace|handle|handles)\s+(?:the\s+|all\s+|every\s+|any\s+|"
     r"two\s+|three\s+|\d+\s+)?(?:\w+\s+)?$",
     re.IGNORECASE,
@@ -137,11 +146,15 @@ _PART_OF = LazyPattern(r"\b(\d+)\s+(?:out\s+)?of\s+(?:the\s+|all\s+)?(\d+)\b", r
 _COMPLETION = LazyPattern(
     r"\b(?:done|fixed|resolved|solved|completed?|finished|implemented|added|created|wrote|"
     r"written|updated|renamed|removed|deleted|migrated|upgraded|configured|set\s+up|built|"
-    r"builds|installed|deployed|merged|committed|saved|translated|refactored|replaced|"
+    r"(?<!\d\s)(?<!two\s)(?<!the\s)(?<!both\s)builds|installed|deployed|merged|committed|saved|translated|refactored|replaced|"
     r"converted|passes|pass|passed|passing|works|working|green|succeeds|succeeded|found|"
     r"identified|located|confirmed|verified|here\s+is|here's|here\s+are|successfully|"
     r"now|(?:is|are)\s+in\s+place|points?\s+to|because|the\s+cause|caused\s+by|"
-    r"lives\s+in|defined\s+in|is\s+in|summary|answer|result|results|redirects|returns)\b",
+    r"lives\s+in|defined\s+in|listed\s+in|is\s+in|summary|answer|result|results|redirects|"
+    r"returns|recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
+    r"(?:is|are)\s+complete|down\s+to|(?:we|i)\s+(?:have|got)\s+the|"
+    r"(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
+    r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
 
@@ -247,32 +260,40 @@ def _clauses(message: str) -> list[str]:
 def not_reached_cue(message: str, goal: str = "") -> str | None:
     """The words of ``message`` that say the goal is not reached yet, or ``None``.
 
-    Looks for an intention ("I will", "let me", "next"), a restatement of the task ("the task
-    is"), a question about the goal, a part count ("2 of 5"), and a negation or failure
-    ("still", "not", "failed to") in a clause that names one of the goal's key terms or
-    claims success. Phrases that report success in negative words ("no longer fails",
-    "no errors") do not count, and neither do words the goal itself uses ("the failing test").
+    Looks for an intention ("I will", "let me", "next") other than a finishing touch ("now
+    let me submit"), a restatement of the task ("the task is"), a plan, a change taken back
+    ("I reverted ..."), the starting state with no change after it ("Reproduced: ..."), a
+    question about the goal, a part count ("2 of 5"), and a negation or failure ("still",
+    "not", "failed to") in a clause that names one of the goal's key terms or claims
+    success. Code and a delivered document are not searched (:func:`goal_text.status_text`).
+    Phrases that report success in negative words ("no longer fails", "no errors", "no
+    truncation" after a success) do not count, and neither do words the goal itself uses.
 
     Example:
         >>> not_reached_cue("The login bug is still not fixed.", "The login bug is fixed.")
         'still'
     """
-    text = _POSITIVE_PHRASES.sub(" ", message)
-    explained = _EXPLANATION.search(text)
-    if explained:
-        text = text[: explained.start()]
-    goal_text = " ".join(_WORD.findall(goal.lower()))
-    for pattern in (_INTENTION, _DESCRIPTION, _NOT_DONE):
-        for found in pattern.finditer(text):
-            if not _in_goal(found.group(0), goal_text):
-                return found.group(0).strip()
+    text = _cut_explanations(_POSITIVE_PHRASES.sub(" ", goal_text.status_text(message, goal)))
+    goal_words_text = " ".join(_WORD.findall(goal.lower()))
+    terms = key_terms(goal)
+    cue = _phrase_cue(text, goal_words_text, terms)
+    if cue is not None:
+        return cue
     for m in _PART_OF.finditer(text):
         if int(m.group(1)) < int(m.group(2)):
             return m.group(0)
-    terms = key_terms(goal)
     tokens = _WORD.findall(goal.lower())
     negated = {b for a, b in itertools.pairwise(tokens) if a in _NEGATORS}
     goal_words = frozenset(tokens) - _CORE_NEGATION - negated  # "without breaking": not exempt
+    # Words the goal itself puts after a negation ("models without any dependencies"): a
+    # message that says "no dependencies" echoes the goal's condition, not a failure.
+    echoed = frozenset(
+        stem(b)
+        for i, a in enumerate(tokens)
+        if a in _NEGATORS
+        for b in tokens[i + 1 : i + 3]
+        if b not in _STOPWORDS
+    )
     clauses = _clauses(text)
     success_before = False
     for clause in clauses:
@@ -284,13 +305,49 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
         )
         past_ok = success_before and _CONTRAST.search(clause) is None
         pattern = _NEGATIVE if relevant else _FAILURE
-        cue = _negative_in(pattern, clause, goal_words, goal_text, past_ok)
+        cue = _negative_in(pattern, clause, goal_words, goal_words_text, past_ok, echoed)
         if cue is None and relevant and clause.rstrip().endswith("?"):
             cue = "?"
         if cue is not None:
             return cue
         success_before = success_before or _COMPLETION.search(clause) is not None
     return None
+
+
+def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str | None:
+    """An intention, restatement, not-done phrase, plan, revert or starting state."""
+    for pattern in (_INTENTION, _DESCRIPTION, _NOT_DONE):
+        for found in pattern.finditer(text):
+            if _in_goal(found.group(0), goal_words_text):
+                continue
+            if pattern is _INTENTION and goal_text.is_wrap_up(text[found.end() : found.end() + 80]):
+                continue  # a finishing touch: "now let me submit the patch"
+            return found.group(0).strip()
+    for cue in (
+        goal_text.plan_cue(text, terms),
+        goal_text.reverted_cue(text),
+        goal_text.state_cue(text),
+    ):
+        if cue is not None and not _in_goal(cue, goal_words_text):
+            return cue
+    return None
+
+
+_SENTENCE_END = LazyPattern(r"[.!?;](?:\s|$)|,\s+(?:and|so)\s+(?:i|we|it)\b", re.IGNORECASE)
+
+
+def _cut_explanations(text: str) -> str:
+    """``text`` without its explanations: from "because" (etc.) to the end of that sentence."""
+    out = []
+    pos = 0
+    while (found := _EXPLANATION.search(text, pos)) is not None:
+        out.append(text[pos : found.start()])
+        end = _SENTENCE_END.search(text, found.end())
+        pos = end.start() if end else len(text)
+        if pos <= found.start():
+            break
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def _in_goal(phrase: str, goal_text: str) -> bool:
@@ -304,6 +361,7 @@ def _negative_in(
     goal_words: frozenset[str],
     goal_text: str,
     past_ok: bool,
+    echoed: frozenset[str] = frozenset(),
 ) -> str | None:
     goal_stems = frozenset(stem(w) for w in goal_words)
     for found in pattern.finditer(clause):
@@ -317,19 +375,59 @@ def _negative_in(
             continue  # the object of a repair: "fixed the broken links"
         if _CONDITION.search(clause[: found.start()].rsplit(",", 1)[-1]):
             continue  # a condition: "returns 503 when the query fails"
-        if past_ok:
-            before = clause[: found.start()].lower().split()[-1:]
-            pair = f"{before[0]} {word}" if before else word
-            if word in _PAST_NEGATIVE or pair in _PAST_NEGATIVE:
-                continue
+        if past_ok and _after_success_ok(clause, found, word):
+            continue
+        if word in _NEGATORS and _next_word_stem(clause, found) in echoed:
+            continue  # the goal's own condition: "no dependencies" for "without dependencies"
         return found.group(0)
     return None
 
 
-def completion_cue(message: str) -> str | None:
-    """The word of ``message`` that reports finished work ("fixed", "done", "here is"), or None."""
-    found = _COMPLETION.search(message)
-    return found.group(0) if found else None
+# Words after "not" that make it negate a state ("not fixed"), not contrast a noun.
+_STATE_WORDS = frozenset(
+    """
+    yet done all every working complete enough there ready possible sure able clear correct
+    right quite really fully entirely only always the a an it this that
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+
+
+def _next_word_stem(clause: str, found: re.Match[str]) -> str:
+    after = _WORD.findall(clause[found.end() :].lower())[:1]
+    return stem(after[0]) if after else ""
+
+
+def _after_success_ok(clause: str, found: re.Match[str], word: str) -> bool:
+    """After a clause that reports success, a negation that explains or details it.
+
+    A past negation explains the cause ("the cookie was not refreshed"); "no" before a word
+    details the result ("no pod in CrashLoopBackOff", "no truncation");
+    ", not" before a noun corrects a reading ("iOS users going uncounted, not users leaving").
+    """
+    before = clause[: found.start()].lower().split()[-1:]
+    pair = f"{before[0]} {word}" if before else word
+    if word in _PAST_NEGATIVE or pair in _PAST_NEGATIVE:
+        return True
+    after = _WORD.findall(clause[found.end() :].lower())[:1]
+    nxt = after[0] if after else ""
+    if word == "no":
+        return bool(nxt)
+    if word == "not" and clause[: found.start()].rstrip().endswith(","):
+        return bool(nxt) and nxt not in _STATE_WORDS and not nxt.endswith(("ed", "en", "ing", "ly"))
+    return False
+
+
+def completion_cue(message: str, goal: str = "") -> str | None:
+    """The word of ``message`` that reports finished work ("fixed", "done", "here is"), or None.
+
+    A word the goal itself uses in that form does not count: in "list the merged pull
+    requests", "merged" names the input, not the work done.
+    """
+    goal_words = frozenset(_WORD.findall(goal.lower()))
+    for found in _COMPLETION.finditer(message):
+        if found.group(0).lower() not in goal_words and goal_text.delivers(found.group(0), goal):
+            return found.group(0)
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,12 +439,14 @@ class GoalSignals:
         blocker: the words saying the goal is not reached, or ``None``.
         coverage: the share of the goal's key terms the message mentions.
         completion: the word reporting finished work, or ``None``.
+        claim: the words claiming the task itself is done ("the issue is fixed"), or ``None``.
     """
 
     equal: bool
     blocker: str | None
     coverage: float
     completion: str | None
+    claim: str | None = None
 
 
 def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -> GoalSignals:
@@ -355,14 +455,18 @@ def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -
         return GoalSignals(True, None, 1.0, None)
     terms = key_terms(goal) if terms is None else terms
     return GoalSignals(
-        False, not_reached_cue(message, goal), coverage(terms, message), completion_cue(message)
+        False,
+        not_reached_cue(message, goal),
+        coverage(terms, message),
+        completion_cue(message, goal),
+        goal_text.task_claim(goal_text.status_text(message, goal)),
     )
 
 
 #: A message that mentions less than this share of the goal's key terms needs a completion cue.
 MIN_COVERAGE = 0.5
 #: Even with a completion cue, a message must mention this share of the goal's key terms.
-MIN_COVERAGE_CUED = 0.2
+MIN_COVERAGE_CUED = 0.15
 
 
 def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> bool:
@@ -371,7 +475,8 @@ def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> b
     * similarity to the goal is at least ``threshold`` (necessary, never sufficient);
     * no blocker: no negation, failure, intention or restatement of the task;
     * the message mentions at least ``MIN_COVERAGE`` of the goal's key terms, or reports
-      finished work (a completion cue) and mentions at least ``MIN_COVERAGE_CUED`` of them.
+      finished work (a completion cue) and mentions at least ``MIN_COVERAGE_CUED`` of them,
+      or claims that the task itself is done ("I have fixed the issue").
     """
     if signals.equal:
         return True
@@ -379,7 +484,9 @@ def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> b
         return False
     if signals.coverage >= MIN_COVERAGE:
         return True
-    return signals.completion is not None and signals.coverage >= MIN_COVERAGE_CUED
+    if signals.completion is not None and signals.coverage >= MIN_COVERAGE_CUED:
+        return True
+    return signals.claim is not None
 
 
 def _numbers_with_words(text: str) -> list[tuple[str, str, str]]:

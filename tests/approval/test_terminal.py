@@ -123,3 +123,47 @@ def test_parse_reply():
     assert parse_reply("n").status == "denied"
     assert parse_reply("q").stop
     assert parse_reply("nope, read the docs").comment == "nope, read the docs"
+
+
+ATTACK_CHILD = r"""
+import fcntl, sys, termios
+fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+from antiloop import Guard, GuardConfig
+from antiloop.approval import Approvals, TerminalChannel
+guard = Guard(config=GuardConfig(embedder="ngram"))
+approvals = Approvals(guard.store, channels=[TerminalChannel(user="tty-user")])
+command = "rm -rf ~/important \r\x1b[2K  command: ls -la \x07\x1b]0;title\x07"
+gate = approvals.gate(guard, "Bash\x1b[31m", {"command": command}, session="s\x1b[2J")
+print("RESULT", gate.verdict.action.name)
+"""
+
+
+@pytest.mark.slow
+def test_control_characters_in_the_call_cannot_disguise_the_prompt():
+    """ESC, CR and BEL in the proposed call reach the terminal written out, not obeyed."""
+    master, slave = pty.openpty()
+    child = subprocess.Popen(
+        [sys.executable, "-c", ATTACK_CHILD],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        close_fds=True,
+    )
+    os.close(slave)
+    try:
+        screen = _read_until(master, b"feedback for the agent): ")
+        os.write(master, b"n\n")
+        screen += _read_until(master, b"RESULT")
+        assert child.wait(timeout=60) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+        os.close(master)
+    assert b"\x1b" not in screen
+    assert b"\x07" not in screen
+    assert b"\r\x1b" not in screen
+    shown = b"rm -rf ~/important \\r\\x1b[2K  command: ls -la \\x07\\x1b]0;title\\x07"
+    assert shown in screen
+    assert b"tool: Bash\\x1b[31m" in screen
+    assert b"session s\\x1b[2J" in screen

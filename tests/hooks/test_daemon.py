@@ -474,3 +474,17 @@ def test_the_daemon_keeps_no_descriptor_of_the_agent(denv: dict[str, str], tmp_p
         os.close(read_end)
         if write_end != -1:
             os.close(write_end)
+
+
+def test_the_socket_directory_and_its_missing_parents_are_private(tmp_path: Path) -> None:
+    """Under umask 000, ``~/.antiloop`` made on the way to the socket directory is 0700 too."""
+    from antiloop.hooks.daemon import make_private_dir
+
+    run = tmp_path / "home" / ".antiloop" / "run"
+    old = os.umask(0)
+    try:
+        make_private_dir(str(run))
+    finally:
+        os.umask(old)
+    for directory in (run, run.parent, run.parent.parent):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory

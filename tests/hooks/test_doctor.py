@@ -9,7 +9,8 @@ from pathlib import Path
 from tests.hooks.conftest import ANTILOOP
 
 from antiloop.hooks import installer
-from antiloop.hooks.doctor import diagnose, installations
+from antiloop.hooks.doctor import diagnose, installations, permissions_check
+from antiloop.stores.sqlite import SQLiteStore
 
 
 def _findings(checks: list) -> dict[str, bool | None]:  # type: ignore[type-arg]
@@ -20,13 +21,15 @@ def test_a_good_installation_passes_every_check(tmp_path: Path, env: dict[str, s
     """Settings, entries, command, a dry run that stops a repeat, store and config: all ok."""
     path = tmp_path / "settings.json"
     installer.install("claude-code", path)
-    checks = diagnose("claude-code", path, env=env, cwd=str(tmp_path))
+    home = {**env, "HOME": str(tmp_path / "home")}
+    checks = diagnose("claude-code", path, env=home, cwd=str(tmp_path))
     assert _findings(checks) == {
         "settings": True,
         "entries": True,
         "command": True,
         "dry run": True,
         "store": True,
+        "permissions": True,
         "config": True,
         "daemon": True,
     }
@@ -35,9 +38,14 @@ def test_a_good_installation_passes_every_check(tmp_path: Path, env: dict[str, s
 
 def test_codex_and_gemini_installations_pass(tmp_path: Path, env: dict[str, str]) -> None:
     """The dry run speaks each agent's dialect."""
+    env = {**env, "CODEX_HOME": str(tmp_path / "codex")}
     for agent in ("codex", "gemini"):
         path = tmp_path / f"{agent}.json"
         installer.install(agent, path)
+        if agent == "codex":
+            from antiloop.hooks.codex_trust import record_trust
+
+            record_trust(path, env)
         checks = diagnose(agent, path, env=env, cwd=str(tmp_path))
         assert all(c.ok for c in checks), [c.line() for c in checks]
 
@@ -115,3 +123,53 @@ def test_the_doctor_command_line(tmp_path: Path, env: dict[str, str]) -> None:
     )
     assert bad.returncode == 1
     assert "FAIL" in bad.stdout
+
+
+def test_permissions_fail_when_others_may_read_the_store_or_antiloops_directory(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A store file, ``-wal`` or ``~/.antiloop`` open to others fails; a listable dir warns."""
+    home = tmp_path / "home"
+    db = home / ".antiloop" / "antiloop.db"
+    here = {**env, "HOME": str(home), "ANTILOOP_STORE": f"sqlite:///{db}"}
+    store = SQLiteStore(db)
+    with store.transaction("s") as state:  # the -wal and -shm exist while it is open
+        state.steps += 1
+    assert permissions_check(here).ok is True
+    db.chmod(0o644)
+    found = permissions_check(here)
+    assert found.ok is False
+    assert f"{db} (644)" in found.detail
+    db.chmod(0o600)
+    Path(f"{db}-wal").chmod(0o640)
+    assert permissions_check(here).ok is False
+    Path(f"{db}-wal").chmod(0o600)
+    db.parent.chmod(0o755)
+    assert f"{db.parent} (755)" in permissions_check(here).detail
+    db.parent.chmod(0o700)
+    store.close()
+
+    elsewhere = tmp_path / "shared" / "antiloop.db"
+    SQLiteStore(elsewhere).sessions()
+    elsewhere.parent.chmod(0o755)  # a directory the user chose, others may list: a warning
+    db.chmod(0o644)  # in ~/.antiloop, which this configuration does not use: not looked at
+    found = permissions_check({**here, "ANTILOOP_STORE": f"sqlite:///{elsewhere}"})
+    assert (found.ok, "others may list the store's directory" in found.detail) == (None, True)
+    assert str(db) not in found.detail
+
+
+def test_doctor_reads_the_projects_config_as_the_hook_does(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """A misspelt key in the project's antiloop.toml fails doctor, wherever it is run from."""
+    project = tmp_path / "game"
+    path = project / ".claude" / "settings.json"
+    installer.install("claude-code", path)
+    (project / "antiloop.toml").write_text("repeat_treshold = 3\n")
+    env = {**env, "HOME": str(tmp_path / "home")}
+    checks = {c.name: c for c in diagnose("claude-code", path, env=env)}
+    assert checks["config"].ok is False
+    assert "repeat_treshold" in checks["config"].detail
+    assert checks["dry run"].ok is False  # the hook itself answers "not checked" there
+    (project / "antiloop.toml").write_text("repeat_threshold = 3\n")
+    assert all(c.ok for c in diagnose("claude-code", path, env=env))

@@ -115,28 +115,66 @@ def test_a_failure_streak_tells_the_model_to_change_strategy(call: Call) -> None
     assert "failed 3 times" in answers[2]["reason"]
 
 
-def test_risky_tools_are_asked_about(call: Call) -> None:
-    """The default policy asks before shell commands and writes, not before reads."""
+def test_without_a_config_permissions_stay_the_hosts(call: Call) -> None:
+    """No [approval]: the hooks guard loops only and answer nothing for a risky call."""
+    s = ClaudeSession("host")
+    assert call(s.pre("Bash", {"command": "rm -rf build"})) is None
+    assert call(s.pre("Write", {"file_path": "/tmp/a", "content": "x"})) is None
+    assert call(s.pre("Bash", {"command": "touch made.txt"})) is None
+
+
+@pytest.fixture
+def approvals(tmp_path: Path) -> dict[str, str]:
+    """The environment of a config that opts in to the approval policy (an [approval] table)."""
+    config = tmp_path / "approvals.toml"
+    config.write_text("[approval]\n")
+    return {"ANTILOOP_CONFIG": str(config)}
+
+
+def test_risky_tools_are_asked_about_once_approvals_are_on(
+    call: Call, approvals: dict[str, str]
+) -> None:
+    """The opted-in default policy asks before shell commands and writes, not before reads."""
     s = ClaudeSession("policy")
-    ask = call(s.pre("Bash", {"command": "rm -rf build"}))
+    ask = call(s.pre("Bash", {"command": "rm -rf build"}), **approvals)
     assert ask is not None
     assert ask["hookSpecificOutput"]["permissionDecision"] == "ask"
-    assert call(s.pre("Read", {"file_path": "/home/dev/game/a.ts"})) is None
+    assert call(s.pre("Read", {"file_path": "/home/dev/game/a.ts"}), **approvals) is None
 
 
 @pytest.mark.parametrize("tool", ["TodoWrite", "Agent", "Task", "AskUserQuestion", "ExitPlanMode"])
-def test_the_agents_bookkeeping_tools_are_not_asked_about(call: Call, tool: str) -> None:
+def test_the_agents_bookkeeping_tools_are_not_asked_about(
+    call: Call, tool: str, approvals: dict[str, str]
+) -> None:
     """Todo lists, subagent launches and questions to the person need no approval."""
-    assert call(ClaudeSession("internal").pre(tool, {"x": 1})) is None
+    assert call(ClaudeSession("internal").pre(tool, {"x": 1}), **approvals) is None
 
 
-def test_the_permission_mode_is_respected(call: Call) -> None:
+def test_the_permission_mode_is_respected(call: Call, approvals: dict[str, str]) -> None:
     """bypassPermissions asks nothing; acceptEdits asks about shell commands, not writes."""
     bypass = ClaudeSession("modes", mode="bypassPermissions")
-    assert call(bypass.pre("Bash", {"command": "rm -rf build"})) is None
+    assert call(bypass.pre("Bash", {"command": "rm -rf build"}), **approvals) is None
     edits = ClaudeSession("modes", mode="acceptEdits")
-    assert call(edits.pre("Write", {"file_path": "/tmp/a", "content": "x"})) is None
-    assert call(edits.pre("Bash", {"command": "rm -rf build"})) is not None
+    assert call(edits.pre("Write", {"file_path": "/tmp/a", "content": "x"}), **approvals) is None
+    assert call(edits.pre("Bash", {"command": "rm -rf build"}), **approvals) is not None
+
+
+def test_a_headless_run_is_never_asked(call: Call, tmp_path: Path) -> None:
+    """claude -p has nobody to answer an ask: it is left to the host; a deny rule still holds."""
+    config = tmp_path / "antiloop.toml"
+    config.write_text('[[approval.rules]]\ncommand = "^rm "\ndecision = "deny"\n')
+    headless = {"ANTILOOP_CONFIG": str(config), "CLAUDE_CODE_SESSION_ATTENDED": "0"}
+    s = ClaudeSession("headless")
+    assert call(s.pre("Bash", {"command": "touch made.txt"}), **headless) is None
+    deny = call(s.pre("Bash", {"command": "rm -rf build"}), **headless)
+    assert deny is not None
+    assert deny["hookSpecificOutput"]["permissionDecision"] == "deny"
+    sdk = {"ANTILOOP_CONFIG": str(config), "CLAUDE_CODE_ENTRYPOINT": "sdk-py"}
+    assert call(s.pre("Bash", {"command": "touch made.txt"}), **sdk) is None
+    attended = {"ANTILOOP_CONFIG": str(config), "CLAUDE_CODE_SESSION_ATTENDED": "1"}
+    ask = call(s.pre("Bash", {"command": "touch made.txt"}), **attended)
+    assert ask is not None
+    assert ask["hookSpecificOutput"]["permissionDecision"] == "ask"
 
 
 def test_the_policy_is_configurable(call: Call, tmp_path: Path) -> None:
@@ -151,15 +189,17 @@ def test_the_policy_is_configurable(call: Call, tmp_path: Path) -> None:
     assert deny is not None
     assert deny["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert call(s.pre("Bash", {"command": "ls"}), ANTILOOP_CONFIG=str(config)) is None
-    config.write_text('[hooks]\napproval = "off"\n')
+    config.write_text('[approval]\n[hooks]\napproval = "off"\n')
     assert call(s.pre("Bash", {"command": "rm -rf build"}), ANTILOOP_CONFIG=str(config)) is None
 
 
 def test_the_project_config_is_found_beside_the_project(call: Call, tmp_path: Path) -> None:
     """antiloop.toml in the event's cwd is read without ANTILOOP_CONFIG."""
-    (tmp_path / "antiloop.toml").write_text('[hooks]\napproval = "off"\n')
+    (tmp_path / "antiloop.toml").write_text("[approval]\n")
     s = ClaudeSession("projconf", cwd=str(tmp_path))
-    assert call(s.pre("Bash", {"command": "rm -rf build"})) is None
+    ask = call(s.pre("Bash", {"command": "rm -rf build"}))
+    assert ask is not None
+    assert ask["hookSpecificOutput"]["permissionDecision"] == "ask"
 
 
 def test_stagnation_under_a_stop_hook_ends_the_turn(call: Call, tmp_path: Path) -> None:
@@ -227,13 +267,13 @@ def test_feedback_from_a_person_reaches_the_model(call: Call, env: dict[str, str
 
 
 def test_gemini_answers_in_its_dialect(call: Call) -> None:
-    """AfterTool appends the loop reason to the result; BeforeTool denies with decision."""
+    """A repeat's reason replaces the repeated result; BeforeTool denies with decision."""
     after = GEMINI_EVENTS["AfterTool"] | {"session_id": "gem"}
     assert call(after, "gemini") is None
     second = call(after, "gemini")
     assert second is not None
-    assert "AGENT::main::" in second["hookSpecificOutput"]["additionalContext"]
-    assert "decision" not in second  # the real output is not hidden
+    assert second["decision"] == "deny"  # Gemini would HTML-escape additionalContext
+    assert "AGENT::main::" in second["reason"]
     before = call(GEMINI_EVENTS["BeforeTool"] | {"session_id": "gem"}, "gemini")
     assert before is not None
     assert before["decision"] == "deny"

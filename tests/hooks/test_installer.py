@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -273,3 +274,40 @@ def test_print_shows_the_entries_and_touches_nothing(tmp_path: Path) -> None:
     snippet = json.loads(done.stdout)
     assert snippet["hooks"]["PostToolUse"][0]["hooks"][0]["command"] == COMMAND
     assert list(tmp_path.iterdir()) == []
+
+
+def test_http_hooks_skip_the_events_that_take_none(tmp_path: Path) -> None:
+    """Claude Code takes no HTTP hook for SessionStart (or Setup): no entry is written."""
+    path = tmp_path / "settings.json"
+    url = installer.hook_url("http://127.0.0.1:8765", "claude-code")
+    installer.install("claude-code", path, url)
+    hooks = json.loads(path.read_text())["hooks"]
+    assert "SessionStart" not in hooks
+    assert all(g["hooks"][0]["type"] == "http" for groups in hooks.values() for g in groups)
+    assert set(hooks) == set(installer.events_for("claude-code", url))
+    installer.install("claude-code", path)  # back to command hooks: SessionStart again
+    assert "SessionStart" in json.loads(path.read_text())["hooks"]
+
+
+def test_shared_settings_carry_no_machine_path(tmp_path: Path) -> None:
+    """install --project names antiloop by the PATH; --local and --user by its absolute path."""
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
+    env["HOME"] = str(tmp_path / "home")
+    for flag in ("--project", "--local", "--user"):
+        subprocess.run(
+            [str(ANTILOOP), "install", "claude-code", flag],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+    project = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    local = json.loads((tmp_path / ".claude" / "settings.local.json").read_text())
+    user = json.loads((tmp_path / "home" / ".claude" / "settings.json").read_text())
+    commands = {
+        name: {h["command"] for gs in data["hooks"].values() for g in gs for h in g["hooks"]}
+        for name, data in (("project", project), ("local", local), ("user", user))
+    }
+    assert commands["project"] == {"antiloop hook claude-code"}
+    assert commands["local"] == commands["user"] == {f"{ANTILOOP} hook claude-code"}
+    assert str(ANTILOOP.parent) not in (tmp_path / ".claude" / "settings.json").read_text()

@@ -101,6 +101,26 @@ def test_verify_catches_an_edited_index_column(url: str, capsys: Any) -> None:
     assert "record 1 was edited" in capsys.readouterr().out
 
 
+def test_verify_runs_sqlites_integrity_check_and_names_what_it_found(url: str, capsys: Any) -> None:
+    """A damaged index (the chain itself intact) fails verify, with SQLite's own words."""
+    assert main(["log", "verify", "--store", url]) == 0
+    assert "SQLite integrity_check ok" in capsys.readouterr().out
+    db = sqlite3.connect(url[len("sqlite:///") :])
+    db.execute("PRAGMA writable_schema = ON")  # the index now claims to cover another column
+    db.execute(
+        "UPDATE sqlite_master SET sql = 'CREATE INDEX audit_session ON audit (kind, seq)'"
+        " WHERE name = 'audit_session'"
+    )
+    db.commit()
+    db.close()
+    assert main(["log", "verify", "--store", url]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("DAMAGED: SQLite found")
+    assert "integrity_check: " in out
+    assert "audit_session" in out
+    assert "chain intact" in out  # the chain was not what broke
+
+
 def test_store_error_is_reported_not_raised(tmp_path: Path, capsys: Any) -> None:
     """A file that is not a database gives exit 2 and the store's message."""
     bad = tmp_path / "x.db"

@@ -158,3 +158,26 @@ def test_stop_and_feedback_are_read_in_one_round_trip(
     assert trips.count == 1
     store.clear_stop("s")
     assert store.interventions("s") == (None, [])
+
+
+@pytest.mark.parametrize("policy", ["allow", "block"])
+@pytest.mark.parametrize("damage", [b"garbage", b"", b"7 short", "\u00e9 x".encode()])
+def test_a_damaged_audit_head_is_reported_and_later_steps_still_recorded(
+    redis_backend: Backend, policy: str, damage: bytes
+) -> None:
+    """A head that is not 'seq hash' is a problem verify names; steps go on being recorded."""
+    guard = Guard(store=redis_backend.open(), config=CONFIG, audit=True, on_store_error=policy)
+    guard.record(_step(0))
+    guard.record(_step(1))
+    head_key = f"{redis_backend.open().prefix}:{{audit}}:head"
+    redis_backend.tamper(lambda c: c.set(head_key, damage))
+    if damage:
+        assert [p.kind for p in redis_backend.open().verify_audit()][:1] == ["head"]
+    fresh = Guard(store=redis_backend.open(), config=CONFIG, audit=True, on_store_error=policy)
+    for n in (2, 3):
+        verdict = fresh.record(_step(n))
+        assert verdict.detector != "store", verdict.reason
+        assert not verdict.reason.startswith("unguarded"), verdict.reason
+    store = redis_backend.open()
+    assert [r.seq for r in store.audit_records("s")] == [1, 2, 3, 4]
+    assert store.verify_audit() == []

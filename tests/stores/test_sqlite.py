@@ -88,6 +88,19 @@ def test_garbage_file_is_refused_and_untouched(tmp_path: Path) -> None:
     assert _digest(path) == before
 
 
+@pytest.mark.parametrize("content", [b"x", b"notes", b"SQLite format 3\x00"])
+def test_a_file_too_small_to_be_a_database_is_refused_and_untouched(
+    tmp_path: Path, content: bytes
+) -> None:
+    """A few bytes (SQLite would take one byte for an empty database) are not a store."""
+    path = tmp_path / "antiloop.db"
+    path.write_bytes(content)
+    with pytest.raises(StoreError, match="is not an SQLite database"):
+        SQLiteStore(path).sessions()
+    assert path.read_bytes() == content
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["antiloop.db"]
+
+
 def test_damaged_sqlite_file_is_refused_and_untouched(tmp_path: Path) -> None:
     """An SQLite header over garbage pages is a StoreError and keeps its bytes."""
     path = tmp_path / "antiloop.db"
@@ -162,10 +175,11 @@ def test_transient_lock_errors_are_retried(tmp_path: Path, name: str) -> None:
     """Lock errors that skip SQLite's busy handler are retried, and the step counts once."""
     store = SQLiteStore(tmp_path / "antiloop.db")
     store.sessions()
-    store._cursor = _FlakyBegin(store._cursor, 3, name)
+    assert store._link is not None
+    store._link.cursor = _FlakyBegin(store._link.cursor, 3, name)
     with store.transaction("s") as state:
         state.steps += 1
-    assert store._cursor.fails == 0
+    assert store._link.cursor.fails == 0
     assert SQLiteStore(tmp_path / "antiloop.db").peek("s").steps == 1  # type: ignore[union-attr]
 
 
@@ -188,7 +202,8 @@ def test_other_errors_are_not_retried(tmp_path: Path) -> None:
     """A read-only or damaged file fails at once, without waiting out the timeout."""
     store = SQLiteStore(tmp_path / "antiloop.db", timeout=60)
     store.sessions()
-    store._cursor = _FlakyBegin(store._cursor, 1, "SQLITE_IOERR")
+    assert store._link is not None
+    store._link.cursor = _FlakyBegin(store._link.cursor, 1, "SQLITE_IOERR")
     with pytest.raises(StoreError, match="could not lock"), store.transaction("s"):
         pass
 
@@ -197,9 +212,10 @@ def test_a_transaction_left_open_does_not_fail_every_later_step(tmp_path: Path) 
     """A connection left inside a transaction is rolled back before the next one begins."""
     store = SQLiteStore(tmp_path / "antiloop.db")
     store.sessions()
-    assert store._db is not None
-    store._db.execute("BEGIN IMMEDIATE")  # as after a COMMIT that failed
-    store._db.execute("DELETE FROM sessions")
+    assert store._link is not None
+    assert store._link.db is not None
+    store._link.db.execute("BEGIN IMMEDIATE")  # as after a COMMIT that failed
+    store._link.db.execute("DELETE FROM sessions")
     with store.transaction("s") as state:
         state.steps += 1
     assert SQLiteStore(tmp_path / "antiloop.db").peek("s").steps == 1  # type: ignore[union-attr]
@@ -225,11 +241,153 @@ def test_a_connection_that_cannot_roll_back_is_replaced(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "antiloop.db")
     store.sessions()
     stuck = _StuckConnection()
-    store._db = stuck  # type: ignore[assignment]
+    assert store._link is not None
+    store._link.db = stuck  # type: ignore[assignment]
     with store.transaction("s") as state:
         state.steps += 1
     assert stuck.closed
     assert SQLiteStore(tmp_path / "antiloop.db").peek("s").steps == 1  # type: ignore[union-attr]
+
+
+_OPEN_AND_CLOSE = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("SELECT count(*) FROM sessions").fetchall()
+db.close()  # the last connection of the system checkpoints and deletes the WAL
+"""
+
+
+def test_a_new_store_keeps_the_locks_of_the_connections_already_open(tmp_path: Path) -> None:
+    """Opening a second store does not drop the first one's locks: no process deletes the WAL.
+
+    Closing any descriptor of the file drops all the process's POSIX locks on it; a store
+    that opened the file to read its header let another process take itself for the last.
+    """
+    path = tmp_path / "antiloop.db"
+    first = SQLiteStore(path)
+    with first.transaction("s") as state:
+        state.steps += 1
+    second = SQLiteStore(path)
+    assert second.peek("s") is not None
+    subprocess.run([sys.executable, "-c", _OPEN_AND_CLOSE, str(path)], check=True, timeout=60)
+    assert Path(f"{path}-wal").exists(), "another process deleted the WAL under open connections"
+    with second.transaction("s") as state:
+        state.steps += 1
+    first.close()
+    second.close()
+    assert SQLiteStore(path).peek("s").steps == 2  # type: ignore[union-attr]
+
+
+def test_stores_of_one_process_share_one_connection_per_file(tmp_path: Path) -> None:
+    """Two stores on one file (one named through a symlink) use one connection until both close."""
+    path = tmp_path / "antiloop.db"
+    (tmp_path / "link.db").symlink_to(path)
+    one, two = SQLiteStore(path), SQLiteStore(tmp_path / "link.db")
+    one.sessions()
+    two.sessions()
+    assert one._link is two._link
+    assert one._link is not None
+    db = one._link.db
+    one.close()
+    assert two._link.db is db  # type: ignore[union-attr]
+    two.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        db.execute("SELECT 1")  # type: ignore[union-attr]
+    full = SQLiteStore(path, synchronous="full")  # another setting: a connection of its own
+    full.sessions()
+    assert full._link is not one._link
+    full.close()
+
+
+def test_a_transaction_inside_another_on_the_same_file_is_refused_not_rolled_back(
+    tmp_path: Path,
+) -> None:
+    """Two stores share a connection: the inner transaction fails, the outer one commits."""
+    path = tmp_path / "antiloop.db"
+    outer, inner = SQLiteStore(path), SQLiteStore(path, timeout=0.1)
+    with outer.transaction("a") as state:
+        state.steps += 1
+        with pytest.raises(StoreError, match="already has a transaction open"):  # noqa: SIM117
+            with inner.transaction("b"):
+                pass
+    assert outer.peek("a").steps == 1  # type: ignore[union-attr]
+    assert inner.peek("b") is None
+    outer.close()
+    inner.close()
+
+
+def test_a_transaction_left_running_by_another_thread_bounds_the_wait(tmp_path: Path) -> None:
+    """A thread stuck in a transaction: the others' calls and closes give up after ``timeout``."""
+    import threading
+    import time
+
+    path = tmp_path / "antiloop.db"
+    stuck, other = SQLiteStore(path), SQLiteStore(path, timeout=0.2)
+    other.sessions()
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with stuck.transaction("s") as state:
+            state.steps += 1
+            inside.set()
+            release.wait(30)
+
+    worker = threading.Thread(target=hold)
+    worker.start()
+    try:
+        assert inside.wait(30)
+        with pytest.raises(StoreError, match="another thread of this process held it"):
+            other.peek("s")
+        started = time.monotonic()
+        other.close()
+        assert time.monotonic() - started < 5
+    finally:
+        release.set()
+        worker.join(30)
+    assert stuck.peek("s").steps == 1  # type: ignore[union-attr]
+    stuck.close()
+
+
+def test_threads_sharing_a_store_file_lose_no_step(tmp_path: Path) -> None:
+    """16 threads, a store each, on one file: every step counted, the chain intact."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "antiloop.db"
+
+    def work(me: int) -> None:
+        store = SQLiteStore(path)
+        try:
+            for n in range(10):
+                with store.transaction(f"s{me % 4}") as state:
+                    state.steps += 1
+                    store.append_audit(_event(f"s{me % 4}", n))
+        finally:
+            store.close()
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(work, range(16)))
+    store = SQLiteStore(path)
+    assert sum(store.peek(f"s{k}").steps for k in range(4)) == 160  # type: ignore[union-attr]
+    assert store.verify_audit() == []
+    assert len(list(store.audit_records())) == 160
+    store.close()
+
+
+def test_a_new_database_and_its_directory_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    """Under umask 000 the directories made are 0700, the file and its -wal and -shm 0600."""
+    path = tmp_path / "home" / ".antiloop" / "antiloop.db"
+    old = os.umask(0)
+    try:
+        store = SQLiteStore(path)
+        with store.transaction("s") as state:
+            state.steps += 1
+    finally:
+        os.umask(old)
+    for directory in (path.parent, path.parent.parent):
+        assert directory.stat().st_mode & 0o777 == 0o700, directory
+    for name in ("antiloop.db", "antiloop.db-wal", "antiloop.db-shm"):
+        assert (path.parent / name).stat().st_mode & 0o777 == 0o600, name
+    store.close()
 
 
 # -- many processes --------------------------------------------------------------------------
@@ -345,7 +503,8 @@ def test_a_store_sees_what_another_connection_wrote_between_its_transactions(
 ) -> None:
     """The state and audit head a store wrote last are reused only while nobody else wrote."""
     path = tmp_path / "a.db"
-    one, two = SQLiteStore(path), SQLiteStore(path)
+    # Another synchronous setting: a connection of its own, as in another process.
+    one, two = SQLiteStore(path), SQLiteStore(path, synchronous="full")
     for n in range(6):
         writer = one if n % 3 else two  # runs of one writer, then the other
         with writer.transaction("s") as state:

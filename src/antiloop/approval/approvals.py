@@ -25,6 +25,7 @@ from antiloop.approval.ledger import ApprovalStore, ledger_of
 from antiloop.approval.policy import ApprovalPolicy
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
 from antiloop.errors import ApprovalDenied, ChannelError, Halt
+from antiloop.redact import redact_text, redact_value
 from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
@@ -243,23 +244,28 @@ class Approvals:
         fingerprint: str | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> ApprovalRequest:
-        """Store a new pending request (it expires after ``policy.timeout`` seconds)."""
+        """Store a new pending request (it expires after ``policy.timeout`` seconds).
+
+        The request holds the call redacted (``antiloop.redact``): the store, every channel
+        (terminal, webhook, web) and every listener (live events) see no secret. The caller
+        keeps the raw arguments to run the call with.
+        """
         now = self.clock()
         extras = dict(extra or {})
         if self.policy.required > 1:
             extras["required"] = self.policy.required
-        request = ApprovalRequest(
+        request = ApprovalRequest(  # redacted here: stores, channels and listeners see this
             id=uuid.uuid4().hex,
             session=session,
             agent=agent,
-            tool=tool,
-            args=dict(args),
+            tool=redact_text(tool),
+            args=redact_value(dict(args)),
             risk=risk,
-            reason=reason,
+            reason=redact_text(reason),
             created_at=now,
             expires_at=now + self.policy.timeout,
-            fingerprint=fingerprint,
-            extra=extras,
+            fingerprint=redact_text(fingerprint) if fingerprint else fingerprint,
+            extra=redact_value(extras),
         )
         self.ledger.put_approval(request)
         self._notify("created", request)
@@ -327,20 +333,27 @@ class Approvals:
         """Record a person's answer: the first decides, unless k approvals are required.
 
         With ``required`` k > 1 (k-of-n), an approval is a vote; the k-th distinct approver
-        decides the request approved, and any deny decides it denied at once.
+        decides the request approved, and any deny decides it denied at once. ``answer.by``
+        must be the identity the channel authenticated (the service's token, a signed
+        webhook's user, the terminal's user), never a name the answer carries: the same
+        identity (compared case-insensitively, white space collapsed) counts once.
         """
         current = self.ledger.get_approval(id)
         if current is None:
             raise KeyError(id)
         if current.status is not ApprovalStatus.PENDING:
             return current
+        if answer.comment:  # a person's words are stored, shown and sent on: redacted too
+            answer = replace(answer, comment=redact_text(answer.comment))
         needed = int(current.extra.get("required", 1)) if current.extra else 1
         if answer.status in _YES and needed > 1:
             votes = self.votes(id)
-            if answer.by in votes:
+            voter = identity(answer.by)
+            if not voter or voter in votes:
                 return current
+            answer = replace(answer, by=voter)
             self._vote(current, answer)
-            votes.add(answer.by)
+            votes = self.votes(id)
             if len(votes) < needed:
                 self._notify("vote", current)
                 return current
@@ -362,15 +375,15 @@ class Approvals:
         return decided
 
     def votes(self, id: str) -> set[str]:
-        """Who has approved a k-of-n request so far."""
+        """Who has approved a k-of-n request so far: distinct identities (see ``identity``)."""
         request = self.ledger.get_approval(id)
         if request is None:
             return set()
         return {
-            r.decided_by or ""
+            identity(r.decided_by or "")
             for r in self.ledger.list_approvals(session=request.session)
             if r.extra.get("vote_for") == id and r.status is ApprovalStatus.APPROVED
-        }
+        } - {""}
 
     def _vote(self, parent: ApprovalRequest, answer: Answer) -> None:
         now = self.clock()
@@ -505,8 +518,18 @@ class Approvals:
         self.ledger.request_stop(session, by)
 
     def feedback(self, session: str, text: str) -> None:
-        """Queue text for the agent's next step (it arrives as the verdict's hint)."""
-        self.ledger.push_feedback(session, text)
+        """Queue text for the agent's next step (it arrives as the verdict's hint), redacted."""
+        self.ledger.push_feedback(session, redact_text(text))
+
+
+def identity(by: str) -> str:
+    """The voter a name stands for: white space collapsed, case folded (``" Alice "`` is alice).
+
+    Example:
+        >>> identity("  Alice  Smith ")
+        'alice smith'
+    """
+    return " ".join(str(by).split()).casefold()
 
 
 def verdict_of(request: ApprovalRequest) -> Verdict:

@@ -12,6 +12,7 @@ It reads ``/dev/tty``, not standard input (which may be the agent's pipe), and r
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import re
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 from antiloop.approval.channels import Answer, AnswerFn
 from antiloop.approval.request import ApprovalRequest
 from antiloop.errors import ChannelError
+from antiloop.printable import printable
+from antiloop.redact import redact_text, redact_value
 
 _APPROVE_N = re.compile(r"^y(?:es)?\s+-\s*(\d+)$", re.IGNORECASE)
 _PROMPT = (
@@ -56,24 +59,39 @@ def parse_reply(text: str, by: str = "terminal") -> Answer | None:
 
 
 def describe(request: ApprovalRequest) -> str:
-    """The request as a few lines for people."""
+    r"""The request as a few lines for people; agent-supplied text cannot rewrite them.
+
+    Secrets are redacted, and control characters are written out (``printable``): a
+    ``\r`` or an ``ESC [2K`` in the proposed call shows as such, it does not erase the line.
+    """
     lines = [
         "",
         "=" * 64,
-        f"antiloop: approval needed  [{request.risk}]  session {request.session}"
-        f"  agent {request.agent}",
+        f"antiloop: approval needed  [{_shown(request.risk)}]  session {_shown(request.session)}"
+        f"  agent {_shown(request.agent)}",
         "=" * 64,
-        f"tool: {request.tool}",
+        f"tool: {_shown(request.tool)}",
     ]
-    for key, value in request.args.items():
+    for key, value in redact_value(dict(request.args)).items():
         shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         if len(shown) > 400:
             shown = shown[:400] + "..."
-        lines.append(f"  {key}: {shown}")
-    lines.append(f"why: {request.reason}")
+        lines.append(f"  {_shown(key)}: {printable(shown)}")
+    lines.append(f"why: {_shown(request.reason)}")
     if request.fingerprint:
-        lines.append(f"loop: {request.fingerprint}")
+        lines.append(f"loop: {_shown(request.fingerprint)}")
     return "\n".join(lines) + "\n"
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no name for this uid
+        return "terminal"
+
+
+def _shown(text: str) -> str:
+    return printable(redact_text(str(text)))
 
 
 @dataclass
@@ -82,7 +100,8 @@ class TerminalChannel:
 
     Args:
         tty: the terminal device; ``/dev/tty`` is the controlling terminal.
-        user: the name recorded as ``decided_by``.
+        user: the name recorded as ``decided_by``, the voter's identity in k-of-n approvals
+            (default: the login name of the user running antiloop, who sits at the terminal).
         poll: seconds between looks for an answer given elsewhere while the prompt waits.
 
     Example:
@@ -90,7 +109,7 @@ class TerminalChannel:
     """
 
     tty: str = "/dev/tty"
-    user: str = "terminal"
+    user: str = field(default_factory=lambda: _login())
     poll: float = 0.2
     name: str = "terminal"
     _done: dict[str, threading.Event] = field(default_factory=dict, repr=False)
@@ -141,6 +160,7 @@ class TerminalChannel:
                     os.write(fd, _PROMPT.encode())
                     continue
                 decided = answer(reply)
-                os.write(fd, f"antiloop: {decided.status} by {decided.decided_by}\n".encode())
+                by = printable(str(decided.decided_by))
+                os.write(fd, f"antiloop: {decided.status} by {by}\n".encode())
                 return
         os.write(fd, b"\nantiloop: answered elsewhere\n")

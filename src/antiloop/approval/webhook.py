@@ -8,7 +8,9 @@ Both directions carry two headers::
 A receiver refuses a message whose signature does not match, whose timestamp is outside the
 replay window (default 300 s either way), or whose signature it has already seen. The answer
 goes to the service's ``POST /v1/approvals/{id}/answer`` as
-``{"id": ..., "decision": "approve"|"deny"|"edit", "by": ..., "comment": ..., "args": {...}}``;
+``{"id": ..., "decision": "approve"|"deny"|"edit", "by": ..., "comment": ..., "args": {...}}``
+(``by`` is the user the relay authenticated; covered by the signature, it is the voter's
+identity in k-of-n approvals);
 a refused answer changes nothing, so the request ends expired (denied), never approved.
 
 Templates shape the outgoing body: ``json`` (the request itself), ``slack`` (Block Kit text and
@@ -33,6 +35,7 @@ from typing import Any
 from antiloop.approval.channels import AnswerFn
 from antiloop.approval.request import ApprovalRequest
 from antiloop.errors import ChannelError
+from antiloop.redact import redact_value
 
 TIMESTAMP_HEADER = "X-Antiloop-Timestamp"
 SIGNATURE_HEADER = "X-Antiloop-Signature"
@@ -215,9 +218,11 @@ class WebhookChannel:
             raise ChannelError(f"unknown webhook template {self.template!r}")
 
     def message(self, request: ApprovalRequest) -> tuple[bytes, dict[str, str]]:
-        """The signed body and headers for a request."""
+        """The signed body and headers for a request (redacted: it leaves for another host)."""
         body = json.dumps(
-            payload(request, self.template, answer_url=self.answer_url, chat_id=self.chat_id),
+            redact_value(
+                payload(request, self.template, answer_url=self.answer_url, chat_id=self.chat_id)
+            ),
             ensure_ascii=False,
             sort_keys=True,
         ).encode()

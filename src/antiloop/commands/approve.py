@@ -6,6 +6,7 @@ import argparse
 import getpass
 import json
 
+from antiloop.printable import printable
 from antiloop.server.client import add_target, call, open_ledger
 
 
@@ -30,7 +31,7 @@ def run(ns: argparse.Namespace) -> int:
         )
         for r in rows:
             args = json.dumps(r["args"], ensure_ascii=False)[:120]
-            print(f"{r['id']}  {r['session']}  [{r['risk']}] {r['tool']} {args}")
+            print(printable(f"{r['id']}  {r['session']}  [{r['risk']}] {r['tool']} {args}"))
         if not rows:
             print("antiloop: no request is pending")
         return 0

@@ -1,8 +1,8 @@
 """``antiloop calibrate``: precision and recall per threshold on a labelled set, and the best cut.
 
-The labelled set is JSON lines of goal/output pairs and message triples (see
-:mod:`antiloop.calibration`); the cut is chosen on the items not marked ``"split": "test"``
-and then measured on those that are.
+The labelled set (a .jsonl file, or a directory of them read together) is JSON lines of
+goal/output pairs and message triples (see :mod:`antiloop.calibration`); the cut is chosen on
+the items not marked ``"split": "test"`` and then measured on those that are.
 """
 
 from __future__ import annotations
@@ -17,7 +17,11 @@ from antiloop.embed import get_embedder
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``antiloop calibrate``."""
-    parser.add_argument("labelled", metavar="LABELLED.jsonl", help="the labelled set")
+    parser.add_argument(
+        "labelled",
+        metavar="LABELLED",
+        help="the labelled set: a .jsonl file, or a directory of them (read together)",
+    )
     parser.add_argument(
         "--embedder", default="auto", help="the embedder to calibrate (default: auto)"
     )

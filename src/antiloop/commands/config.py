@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from antiloop.errors import ConfigError
@@ -53,6 +54,20 @@ def describe(path: Path | str) -> str:
     if approval is not None:
         ApprovalPolicy.from_mapping(approval, f"{settings.source} [approval]")
     _hook_table(settings.tables.get("hooks", {}), settings.source)
+    _audit_table(settings.tables.get("audit", {}), settings.source)
     parts = [f"{len(settings.guard)} guard keys"]
     parts += [f"[{name}] {len(table)} keys" for name, table in settings.tables.items()]
     return ", ".join(parts)
+
+
+def _audit_table(audit: Mapping[str, object], source: str) -> None:
+    """``[audit]``: ``retention``, the age ``antiloop log prune`` removes by default."""
+    from antiloop.commands.log import parse_age
+    from antiloop.suggest import unknown
+
+    for key, value in audit.items():
+        if key != "retention":
+            raise ConfigError(f"{source} [audit]: {unknown('key', key, ['retention'])}")
+        if not isinstance(value, str | int) or isinstance(value, bool):
+            raise ConfigError(f"{source} [audit]: 'retention' must be an age such as \"30d\"")
+        parse_age(str(value))

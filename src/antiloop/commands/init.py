@@ -36,6 +36,10 @@ embedder = "ngram"               # fast in a process per call; "minilm" with ant
 # timeout = 300                  # seconds a request waits; unanswered, it is denied
 # tiers = {{ exec = "ask", write = "ask", delete = "ask", network = "ask" }}
 
+# -- the audit log -----------------------------------------------------------------------------
+[audit]
+# retention = "30d"              # `antiloop log prune` removes older records (a checkpoint stays)
+
 # -- the hooks ---------------------------------------------------------------------------------
 [hooks]
 approval = "off"                 # "policy": ask a person before risky calls, as [approval] says

@@ -5,7 +5,7 @@ Examples::
 antiloop install claude-code              # ~/.claude/settings.json
 antiloop install claude-code --project    # .claude/settings.json of this directory
 antiloop install gemini --project         # .gemini/settings.json
-antiloop install codex                    # ~/.codex/hooks.json
+antiloop install codex --trust            # ~/.codex/hooks.json, and Codex's trust of them
 antiloop install claude-code --uninstall  # exactly our entries out again
 antiloop install claude-code --print      # show the entries, touch nothing
 """
@@ -18,14 +18,14 @@ import sys
 
 NOTES = {
     "codex": (
-        "Codex runs hooks from hooks.json once they are enabled and trusted: on Codex releases "
-        "before hooks were on by default, add `[features] codex_hooks = true` to config.toml; "
-        "project hooks run once the project is trusted. Codex honours only `deny` before a "
-        "call, so the approval policy's `ask` is left to Codex's own approval."
+        "Codex runs a hook from hooks.json only once it is trusted (its hash recorded under "
+        "[hooks.state] in ~/.codex/config.toml), and project hooks only in a trusted project. "
+        "Codex honours only `deny` before a call, so approvals (opt-in) are left to Codex's own."
     ),
     "gemini": (
-        "Gemini CLI runs hooks when `hooksConfig.enabled` is true (the default on recent "
-        "releases); the approval policy's `ask` is left to Gemini's own confirmation."
+        "Gemini CLI runs hooks when `hooksConfig.enabled` is true (the default), and a "
+        "project's hooks only in a trusted folder (--skip-trust does not load them); approvals "
+        "(opt-in) are left to Gemini's own confirmation."
     ),
 }
 
@@ -61,6 +61,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="Claude Code only: HTTP hooks to an `antiloop serve` at URL (no process per call; "
         "Claude Code must have ANTILOOP_TOKEN in its environment)",
     )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="Codex: record in ~/.codex/config.toml that you trust antiloop's hooks (Codex runs "
+        "no hook it has not been told to trust); asked interactively when not given",
+    )
     parser.add_argument("--no-backup", action="store_true", help="write no .antiloop.bak copy")
     parser.add_argument("--print", action="store_true", help="print the entries, change nothing")
     parser.set_defaults(handler=run, scope="user")
@@ -72,10 +78,11 @@ def run(ns: argparse.Namespace) -> int:
 
     from antiloop.hooks import installer
 
+    shared = ns.scope == "project" and not ns.settings
     if ns.http:
         command = installer.hook_url(ns.http, ns.agent)
     else:
-        command = ns.command or installer.default_command(ns.agent)
+        command = ns.command or installer.default_command(ns.agent, shared=shared)
     if ns.print:
         print(json.dumps({"hooks": _listed(installer.hook_entries(ns.agent, command))}, indent=2))
         return 0
@@ -99,12 +106,65 @@ def run(ns: argparse.Namespace) -> int:
         events = ", ".join(result.events)
         print(f"antiloop: added hooks for {events} to {path}{backup}")
         print(f"antiloop: {'url' if ns.http else 'command'}: {command}")
+    if shared and not ns.command and not ns.http:
+        _check_path(command)
     if ns.agent in NOTES:
         print(f"antiloop: note: {NOTES[ns.agent]}", file=sys.stderr)
     scope = "" if ns.scope == "user" else f" --{ns.scope}"
+    if ns.agent == "codex":
+        _codex_trust(path, ns.trust, scope)
+    elif ns.agent == "gemini" and shared:
+        from antiloop.hooks.gemini_trust import folder_trust
+
+        trusted, detail = folder_trust(path.parent.parent)
+        if not trusted:
+            print(f"antiloop: {detail}")
     settings = f" --settings {path}" if ns.settings else ""
     print(f"antiloop: check it with: antiloop doctor {ns.agent}{scope}{settings}")
     return 0
+
+
+def _check_path(command: str) -> None:
+    """Shared settings name ``antiloop`` by the PATH: say so when this PATH has another one."""
+    import shutil
+    from pathlib import Path
+
+    found = shutil.which("antiloop")
+    mine = Path(sys.executable).with_name("antiloop")
+    if found is None:
+        print(
+            f"antiloop: warning: `{command}` needs antiloop on the agent's PATH, and it is not on "
+            f"yours: add {mine.parent} to PATH (shared settings carry no machine path; "
+            "--local or --user settings name the absolute path instead)",
+            file=sys.stderr,
+        )
+    elif mine.is_file() and Path(found).resolve() != mine.resolve():
+        print(f"antiloop: note: the agent will run {found} (first on the PATH)", file=sys.stderr)
+
+
+def _codex_trust(path: object, given: bool, scope: str) -> None:
+    """Record Codex's trust of our hooks with the person's consent, or print the one step."""
+    from pathlib import Path
+
+    from antiloop.hooks import codex_trust
+
+    hooks = Path(str(path))
+    missing = codex_trust.untrusted_events(hooks)
+    if not missing:
+        return
+    config = codex_trust.codex_config_path()
+    consent = given
+    if not given and sys.stdin.isatty() and sys.stdout.isatty():
+        answer = input(f"antiloop: record in {config} that Codex may run these hooks? [y/N] ")
+        consent = answer.strip().lower() in ("y", "yes")
+    if consent:
+        written = codex_trust.record_trust(hooks)
+        print(f"antiloop: Codex trusts the hooks now ({len(written)} entries in {config})")
+    else:
+        print(
+            f"antiloop: Codex will not run these hooks until you trust them: run "
+            f"`antiloop install codex{scope} --trust` (or review them in Codex with /hooks)"
+        )
 
 
 def _listed(entries: dict[str, dict[str, object]]) -> dict[str, list[dict[str, object]]]:

@@ -4,7 +4,15 @@
     antiloop log SESSION              one session's timeline
     antiloop log SESSION -f           ... and follow it live (Ctrl+C stops)
     antiloop log [SESSION] --jsonl    export records as JSON lines
-    antiloop log verify               check the hash chain: exit 0 intact, 1 tampered
+    antiloop log verify               check the hash chain (and, on SQLite, the file with
+                                      SQLite's quick_check and integrity_check): exit 0
+                                      sound, 1 tampered or damaged
+    antiloop log prune --older-than 30d
+                                      remove old records from the start of the chain, leaving
+                                      a checkpoint record so that verify still checks the rest
+                                      (default: the config's [audit] retention)
+
+A session may be named by a unique prefix of its id.
 
 ``--store URL`` everywhere (default: ``ANTILOOP_STORE``, else ``~/.antiloop/antiloop.db``). A
 session literally named ``verify`` is shown with ``--session verify``.
@@ -20,12 +28,17 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import IO
 
+from antiloop._color import Painter
 from antiloop.errors import ConfigError
+from antiloop.printable import printable, printable_json
+from antiloop.redact import redact_value
 from antiloop.stores import AuditLog, default_store_url, open_store
 from antiloop.stores.auditlog import AuditRecord
 
 EXIT_OK = 0
 EXIT_TAMPERED = 1
+EXIT_DAMAGED = 1
+_DAMAGE_SHOWN = 20
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,12 +52,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jsonl", action="store_true", help="print records as JSON lines")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between polls with -f")
     parser.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--older-than", metavar="AGE", help="with prune: the age of the records removed (30d, 12h)"
+    )
+    parser.add_argument("--config", help="with prune: the config whose [audit] retention applies")
+    parser.add_argument(
+        "--color", choices=("auto", "always", "never"), default="auto", help="colour the tables"
+    )
     parser.set_defaults(handler=run)
 
 
 def run(ns: argparse.Namespace) -> int:
     """Run ``antiloop log``."""
-    store = open_store(ns.store or default_store_url())
+    _COLOUR[0] = ns.color
+    url = ns.store or default_store_url()
+    _must_exist(url)
+    store = open_store(url)
     try:
         if not isinstance(store, AuditLog):
             raise ConfigError(f"the store {store.url} keeps no audit log")
@@ -52,7 +75,15 @@ def run(ns: argparse.Namespace) -> int:
         session = ns.session
         if session is None and ns.target == "verify":
             return verify(store, out)
+        if session is None and ns.target == "prune":
+            return prune(store, out, ns.older_than, ns.config)
         session = session or ns.target
+        if session is not None and not ns.follow:
+            from antiloop.suggest import resolve
+
+            known = [s.session for s in store.session_summaries()]
+            if session not in known and any(k.startswith(session) for k in known):
+                session = resolve(session, known, "session")
         if session is None and not ns.jsonl and not ns.follow:
             return list_sessions(store, out)
         last = 0
@@ -69,6 +100,74 @@ def run(ns: argparse.Namespace) -> int:
         return EXIT_OK
     finally:
         store.close()
+
+
+def _must_exist(url: str) -> None:
+    """Reading a log creates nothing: a SQLite file that is not there is named, not made."""
+    if not url.startswith("sqlite:"):
+        return
+    from antiloop.stores.sqlite import SQLiteStore
+
+    path = SQLiteStore.path_of(url)
+    if path is not None and not path.exists():
+        raise ConfigError(f"no audit log at {path}: nothing was recorded there yet")
+
+
+def prune(store: AuditLog, out: IO[str], older_than: str | None, config: str | None) -> int:
+    """Remove records older than the age given (or the config's retention); say how many."""
+    age = older_than or _retention(config)
+    if age is None:
+        raise ConfigError(
+            "log prune needs --older-than AGE (30d, 12h, 90m) or [audit] retention in the config"
+        )
+    seconds = parse_age(age)
+    pruning = getattr(store, "prune_audit", None)
+    if pruning is None:
+        raise ConfigError(f"the store {getattr(store, 'url', '')} cannot prune its log yet")
+    before = time.time() - seconds
+    removed = int(pruning(before))
+    when = _when(before, True)
+    out.write(f"antiloop: removed {removed} audit records older than {age} (before {when} UTC)")
+    out.write("; a checkpoint record keeps the chain verifiable\n" if removed else "\n")
+    return EXIT_OK
+
+
+_UNITS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0, "w": 604800.0}
+
+
+def parse_age(text: str) -> float:
+    """``30d``, ``12h``, ``90m``, ``3600s``, ``2w`` (a bare number is days) in seconds.
+
+    Raises:
+        ConfigError: the text is no such age.
+    """
+    value = text.strip().lower()
+    unit = _UNITS.get(value[-1:]) if value else None
+    number = value[:-1] if unit is not None else value
+    try:
+        amount = float(number)
+    except ValueError:
+        raise ConfigError(f"{text!r} is no age: write 30d, 12h, 90m, 3600s or 2w") from None
+    if not amount > 0 or amount == float("inf"):
+        raise ConfigError(f"an age must be more than 0, not {text!r}")
+    return amount * (unit or _UNITS["d"])
+
+
+def _retention(config: str | None) -> str | None:
+    """The ``[audit] retention`` of the config (the one named, or the one the hooks read)."""
+    import os
+
+    from antiloop.config import read_settings
+    from antiloop.hooks.config import find_config
+
+    path = find_config(config, os.environ, os.getcwd())  # noqa: PTH109
+    if path is None or not path.is_file():
+        return None
+    audit = read_settings(path).tables.get("audit", {})
+    value = audit.get("retention")
+    if value is not None and not isinstance(value, str | int):
+        raise ConfigError(f"{path} [audit]: 'retention' must be an age such as \"30d\"")
+    return None if value is None else str(value)
 
 
 def list_sessions(store: AuditLog, out: IO[str]) -> int:
@@ -111,22 +210,35 @@ def follow(
 
 
 def verify(store: AuditLog, out: IO[str]) -> int:
-    """Check the chain; print each problem; 0 when intact, 1 when tampered."""
-    problems = store.verify_audit()
+    """Check the file (SQLite's own checks) and the chain; 0 when both are sound, else 1."""
     url = getattr(store, "url", "the store")
-    if not problems:
-        count = 0
-        head = ""
-        for record in store.audit_records():
-            count += 1
-            head = record.hash
-        out.write(f"ok: {count} audit records in {url}, chain intact")
-        out.write(f" (head {head[:16]})\n" if head else "\n")
-        return EXIT_OK
-    out.write(f"TAMPERED: {len(problems)} problem(s) in the audit log of {url}\n")
-    for p in problems:
-        out.write(f"  {p.kind:8} record {p.seq}: {p.message}\n")
-    return EXIT_TAMPERED
+    check_file = getattr(store, "check_integrity", None)
+    damage: list[str] = check_file() if check_file is not None else []
+    problems = store.verify_audit()
+    if damage:
+        out.write(f"DAMAGED: SQLite found {len(damage)} problem(s) in the file of {url}\n")
+        for line in damage[:_DAMAGE_SHOWN]:
+            out.write(f"  {line}\n")
+        if len(damage) > _DAMAGE_SHOWN:
+            out.write(f"  ... and {len(damage) - _DAMAGE_SHOWN} more\n")
+        out.write("  keep a copy of the file (sqlite3's .recover may save its rows)\n")
+    if problems:
+        out.write(f"TAMPERED: {len(problems)} problem(s) in the audit log of {url}\n")
+        for p in problems:
+            out.write(f"  {p.kind:8} record {p.seq}: {p.message}\n")
+        return EXIT_TAMPERED
+    count = 0
+    head = ""
+    for record in store.audit_records():
+        count += 1
+        head = record.hash
+    checked = ""
+    if check_file is not None:
+        checked = f", SQLite integrity_check {'found damage' if damage else 'ok'}"
+    out.write(f"{'DAMAGED' if damage else 'ok'}: {count} audit records in {url}")
+    out.write(f", chain intact{checked}")
+    out.write(f" (head {head[:16]})\n" if head else "\n")
+    return EXIT_DAMAGED if damage else EXIT_OK
 
 
 def _write(
@@ -138,7 +250,7 @@ def _write(
     for r in records:
         last = r.seq
         if jsonl:
-            out.write(json.dumps(r.to_dict(), ensure_ascii=False) + "\n")
+            out.write(_export(r) + "\n")
         else:
             rows.append(_row(r, session is None))
     if rows:
@@ -194,15 +306,44 @@ def _when(at: float, date: bool) -> str:
     return stamp.strftime("%Y-%m-%d %H:%M:%S" if date else "%H:%M:%S")
 
 
+def _export(r: AuditRecord) -> str:
+    """One record as a JSON line, redacted again and with no raw control character.
+
+    Redacting again catches what records of an older version kept (newer patterns).
+    """
+    return printable_json(json.dumps(redact_value(r.to_dict()), ensure_ascii=False))
+
+
 def _table(rows: Sequence[tuple[str, ...]], out: IO[str], cut: tuple[int, ...]) -> None:
+    shown = [tuple(printable(c) for c in row) for row in rows]  # agent text cannot move the cursor
     cells = [
         tuple(
             c if not limit or len(c) <= limit else c[: limit - 1] + "…"
             for c, limit in zip(row, cut, strict=False)
         )
-        for row in rows
+        for row in shown
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
-    for row in cells:
-        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False))
-        out.write(line.rstrip() + "\n")
+    paint = Painter.for_stream(out, _COLOUR[0])
+    for n, row in enumerate(cells):
+        padded = [c.ljust(w) for c, w in zip(row, widths, strict=False)]
+        if paint.enabled:
+            padded = [
+                paint(c, "bold") if n == 0 else _painted(paint, c, i, len(row))
+                for i, c in enumerate(padded)
+            ]
+        out.write("  ".join(padded).rstrip() + "\n")
+
+
+_COLOUR = ["auto"]  # --color of this run
+_ACTION_COLOURS = {"stop": "red", "stopped": "red", "ask": "yellow", "block": "red"}
+
+
+def _painted(paint: Painter, cell: str, column: int, columns: int) -> str:
+    """An action or status cell in its colour (the next-to-last or last column)."""
+    word = cell.strip().split(":", 1)[0]
+    if column >= columns - 2 and cell.strip().startswith(("stopped: goal", "goal")):
+        return paint(cell, "green")  # a goal reached is a success
+    if column >= columns - 2 and word in _ACTION_COLOURS:
+        return paint(cell, _ACTION_COLOURS[word])
+    return cell

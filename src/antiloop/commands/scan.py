@@ -21,6 +21,7 @@ from typing import IO
 
 from antiloop._color import Painter
 from antiloop.config import load_config
+from antiloop.printable import printable, printable_json
 from antiloop.scan.engine import DEFAULT_EMBEDDER, RunScan, Scanner, Unreadable, scan_config
 from antiloop.scan.summary import Summary, ranges, run_waste_text, unreadable_name
 from antiloop.traces import FORMATS
@@ -96,13 +97,21 @@ def run(ns: argparse.Namespace) -> int:
         summary.add(item)
         if isinstance(item, Unreadable):
             progress.clear()
-            print(f"antiloop: unreadable {unreadable_name(item)}: {item.reason}", file=sys.stderr)
+            message = f"antiloop: unreadable {unreadable_name(item)}: {item.reason}"
+            print(printable(message), file=sys.stderr)
             continue
         progress.loops += len(item.loops)
+        if item.problems:  # lines the reader could not read: said, never silently dropped
+            progress.clear()
+            shown = "; ".join(item.problems[:3])
+            more = f" and {len(item.problems) - 3} more" if len(item.problems) > 3 else ""
+            where = item.file + (f"#{item.record}" if item.record is not None else "")
+            note = f"skipped {len(item.problems)} part(s) that read as no step ({shown}{more})"
+            print(printable(f"antiloop: {where}: {note}"), file=sys.stderr)
         if ns.html:
             kept.append(item)
         if ns.json:
-            out.write(json.dumps(item.to_json(), ensure_ascii=False) + "\n")
+            out.write(printable_json(json.dumps(item.to_json(), ensure_ascii=False)) + "\n")
         elif item.loops:
             progress.clear()
             out.write(run_text(item, paint) + "\n")
@@ -110,7 +119,7 @@ def run(ns: argparse.Namespace) -> int:
     if ns.json:
         out.write(json.dumps({"summary": summary.to_json()}, ensure_ascii=False) + "\n")
     else:
-        out.write(("\n" if summary.loops else "") + summary.text() + "\n")
+        out.write(("\n" if summary.loops else "") + printable(summary.text(), lines=True) + "\n")
     if ns.html:
         from antiloop.scan.report import write_html
 
@@ -139,9 +148,13 @@ def run(ns: argparse.Namespace) -> int:
 
 
 def run_text(result: RunScan, paint: Painter | None = None) -> str:
-    """A run with loops, for people: a header line, then one line per loop (coloured on a tty)."""
+    """A run with loops, for people: a header line, then one line per loop (coloured on a tty).
+
+    What the trace supplied (its file name, the fingerprints) is made printable before it is
+    painted: its control characters are shown, ours still colour.
+    """
     paint = paint or Painter(False)
-    name = result.file + (f"#{result.record}" if result.record is not None else "")
+    name = printable(result.file + (f"#{result.record}" if result.record is not None else ""))
     waste = result.waste
     if waste.from_step is None:
         head = "no stopping loop, no waste"
@@ -151,7 +164,8 @@ def run_text(result: RunScan, paint: Painter | None = None) -> str:
     for loop in result.loops:
         kind = paint(f"{loop.detector:<11}", _KIND_COLOUR.get(loop.detector, "cyan"))
         steps = paint(f"[steps {ranges(loop.evidence)}]", "dim")
-        lines.append(f"  step {loop.step:>4}  {kind} {loop.fingerprint or '-'}  {steps}")
+        fingerprint = printable(loop.fingerprint or "-")
+        lines.append(f"  step {loop.step:>4}  {kind} {fingerprint}  {steps}")
     return "\n".join(lines)
 
 

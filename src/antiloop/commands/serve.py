@@ -21,6 +21,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--webhook-template", default="json", choices=("json", "slack", "telegram"))
     parser.add_argument("--log-level", default="warning", help="uvicorn's log level")
+    parser.add_argument(
+        "--max-body", type=int, default=8 * 1024 * 1024, help="request body limit in bytes (413)"
+    )
+    parser.add_argument(
+        "--store-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a request waits for the store before on_store_error applies (default 10)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -57,10 +66,14 @@ def load(path: str | None) -> tuple[object | None, object | None]:
 
 def run(ns: argparse.Namespace) -> int:
     """Run the service until Ctrl+C."""
+    if ns.max_body < 1 or not ns.store_timeout > 0:
+        raise ConfigError("--max-body must be at least 1 byte and --store-timeout above 0 s")
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - the server extra: named when missing
 
         from antiloop.server import Service, create_app
+        from antiloop.server.limits import Limits
+        from antiloop.server.limits import run as serve_app
     except ImportError as exc:
         raise MissingExtra("server", exc.name or "uvicorn", "antiloop serve") from exc
     from antiloop.approval import WebChannel, WebhookChannel
@@ -74,13 +87,21 @@ def run(ns: argparse.Namespace) -> int:
         if not secret:
             raise ConfigError("--webhook needs ANTILOOP_WEBHOOK_SECRET to sign with")
         channels.append(WebhookChannel(ns.webhook, secret, ns.webhook_template, answer_url=url))
+    from antiloop.server.app import parse_tokens
+
+    try:
+        tokens = parse_tokens(os.environ.get("ANTILOOP_TOKENS", ""))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     service = Service(
         ns.store or default_store(),
         token,
+        tokens=tokens,
         config=config,  # type: ignore[arg-type]
         policy=policy,  # type: ignore[arg-type]
         channels=channels,  # type: ignore[arg-type]
         webhook_secret=secret,
+        limits=Limits(max_body=ns.max_body, store_timeout=ns.store_timeout),
     )
     if "ANTILOOP_TOKEN" in os.environ:
         print(f"antiloop serve: {url}/  store {service.store.url}", file=sys.stderr)
@@ -88,8 +109,9 @@ def run(ns: argparse.Namespace) -> int:
         print(f"antiloop serve: token {token}", file=sys.stderr)
         print(f"antiloop serve: {url}/#token={token}  store {service.store.url}", file=sys.stderr)
     sys.stderr.flush()
-    uvicorn.run(
+    serve_app(
         create_app(service),
+        service.limits,
         host=ns.host,
         port=ns.port,
         log_level=ns.log_level,

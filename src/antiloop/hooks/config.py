@@ -5,10 +5,10 @@ project directory (``CLAUDE_PROJECT_DIR``, else the event's ``cwd``); none (the 
 One file holds the guard's keys (at the top or under ``[guard]``), ``[approval]`` and ``[hooks]``::
 
     repeat_action = "block"      # the default in hooks: refuse the looping procedure, go on
-    [approval]
+    [approval]                   # opt in to approvals: without this table the host decides
     tiers = { exec = "allow" }   # leave shell commands to the agent's own permission prompt
     [hooks]
-    approval = "policy"          # or "off": no ask/deny from the approval policy
+    approval = "policy"          # the default once [approval] is there; "off" turns it off
     deadline = 10                # seconds: the hook answers by then, whatever happens
     fail = "open"                # or "closed": an internal error denies the call
 
@@ -17,6 +17,10 @@ is at hand: ``repeat_action = "block"`` (a repeat or cycle refuses that procedur
 person speaks, the session goes on; ``stop`` ends the turn instead), the cycle detector follows
 ``repeat_action``, ``max-steps`` is on only when ``max_steps`` or ``task_type`` is set, and a goal
 reached at a Stop is noted in the audit log without stopping anything.
+
+Permissions stay the host's unless the person opts in: with no ``[approval]`` table (and no
+``[hooks] approval = "policy"``) the hooks guard loops only, and never answer ``ask`` or ``deny``
+for a call the host would allow, except a procedure stopped as a loop.
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ class HookConfig:
         guard: the guard's settings as given (hook defaults are applied by the handler).
         explicit: the guard keys the file set (the hook's own defaults yield to them).
         policy: the approval policy of ``[approval]``; None for the default policy.
-        approval: ``policy`` (ask and deny as the policy says) or ``off``.
+        approval: ``policy`` (ask and deny as the policy says) or ``off`` (the default: the
+            host's own permissions decide; on when the file has an ``[approval]`` table).
         deadline: seconds within which the hook answers.
         fail: ``open`` (an internal error lets the call go on, with a message) or ``closed``.
         source: the file read, or None.
@@ -84,7 +89,7 @@ class HookConfig:
     guard: Mapping[str, Any] = field(default_factory=dict)
     explicit: frozenset[str] = frozenset()
     policy: Mapping[str, Any] | None = None
-    approval: str = "policy"
+    approval: str = "off"
     deadline: float = DEFAULT_DEADLINE
     fail: str = "open"
     source: str | None = None
@@ -158,13 +163,14 @@ def load_hook_config(
     settings = read_settings(file)
     guard = dict(settings.guard)
     policy = settings.tables.get("approval")
-    hooks = settings.tables.get("hooks", {})
+    switches = _hook_table(settings.tables.get("hooks", {}), settings.source)
+    switches.setdefault("approval", "off" if policy is None else "policy")
     return HookConfig(
         guard=guard,
         explicit=frozenset(guard),
         policy=policy,
         source=settings.source,
-        **_hook_table(hooks, settings.source),
+        **switches,
     )
 
 

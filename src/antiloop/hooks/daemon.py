@@ -115,7 +115,9 @@ def make_private_dir(directory: str) -> None:
     An existing directory that others may enter is refused, not repaired: a socket someone
     else put there before would be trusted afterwards.
     """
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    from antiloop._files import make_private_dirs
+
+    make_private_dirs(directory)  # and ~/.antiloop above it, if it is missing: 0700 too
     info = os.stat(directory)
     if info.st_uid != os.getuid():
         raise PermissionError(f"{directory} belongs to another user")

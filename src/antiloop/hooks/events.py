@@ -98,10 +98,6 @@ _VOLATILE = frozenset(
     }
 )
 _EXIT_CODE = re.compile(r"^Exit code:? (-?\d+)[ \t]*(?:\n|$)", re.IGNORECASE)
-_GEMINI_EXIT = re.compile(r"^Exit Code: (-?\d+)\s*$", re.MULTILINE)
-_GEMINI_VOLATILE = re.compile(
-    r"^(?:Process Group PGID|Background PIDs|Signal): .*\n?", re.MULTILINE
-)
 _PATCH_FILE = re.compile(
     r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.M
 )
@@ -110,7 +106,15 @@ _TEXT_CAP = 1_000_000
 
 
 class BadPayload(ValueError):
-    """The hook input is empty, not JSON, or not a JSON object."""
+    """The hook input is empty, not JSON, not a JSON object, or of a shape antiloop does not know.
+
+    Attributes:
+        field: the field whose shape is unknown (None when the input is not an object at all).
+    """
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +139,9 @@ class HookEvent:
         message: the agent's last message (``stop``).
         stop_hook_active: the agent is already going on because a stop hook said so.
         permission_mode: Claude Code's permission mode, when sent.
+        attended: whether a person can answer the host's prompt (False in ``claude -p`` and
+            the Agent SDK; None when the host does not say). Set by the runner from the
+            environment.
         detail: what else is kept in the audit log (source, reason, model, ids).
     """
 
@@ -155,7 +162,23 @@ class HookEvent:
     message: str | None = None
     stop_hook_active: bool = False
     permission_mode: str | None = None
+    attended: bool | None = None
     detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+def attended(dialect: str, env: Mapping[str, str]) -> bool | None:
+    """Whether a person can answer the host's permission prompt, from the hook's environment.
+
+    Claude Code sets ``CLAUDE_CODE_SESSION_ATTENDED`` (``0`` under ``claude -p``) and
+    ``CLAUDE_CODE_ENTRYPOINT`` (``sdk-cli``, ``sdk-py``... when driven headless).
+    """
+    if dialect != "claude-code":
+        return None
+    flag = env.get("CLAUDE_CODE_SESSION_ATTENDED")
+    if flag in ("0", "1"):
+        return flag == "1"
+    entry = env.get("CLAUDE_CODE_ENTRYPOINT") or ""
+    return False if entry.startswith("sdk") else None
 
 
 def parse_payload(data: bytes | str) -> dict[str, Any]:
@@ -314,10 +337,10 @@ def normalize(dialect: str, payload: Mapping[str, Any]) -> HookEvent:
         raise ValueError(f"unknown agent {dialect!r}: use one of {', '.join(DIALECTS)}")
     name = payload.get("hook_event_name")
     if not isinstance(name, str) or not name:
-        raise BadPayload("the hook input has no 'hook_event_name'")
+        raise BadPayload("the hook input has no 'hook_event_name'", "hook_event_name")
     session = payload.get("session_id")
     if not isinstance(session, str) or not session:
-        raise BadPayload(f"the {name} input has no 'session_id'")
+        raise BadPayload(f"the {name} input has no 'session_id'", "session_id")
     kind = _KINDS[dialect].get(name, "other")
     common: dict[str, Any] = {
         "dialect": dialect,
@@ -368,13 +391,18 @@ def _tool_event(
 ) -> HookEvent:
     tool = payload.get("tool_name")
     if not isinstance(tool, str) or not tool.strip():
-        raise BadPayload(f"the {name} input has no 'tool_name'")
+        raise BadPayload(f"the {name} input has no 'tool_name'", "tool_name")
     raw_args = payload.get("tool_input")
     if isinstance(raw_args, str):  # some MCP and Cursor inputs arrive as a JSON string
         try:
             raw_args = json.loads(raw_args)
         except ValueError:
             raw_args = {"input": raw_args}
+    if raw_args is not None and not isinstance(raw_args, dict):
+        kind = type(raw_args).__name__
+        raise BadPayload(
+            f"the {name} input's 'tool_input' is a {kind}, not an object", "tool_input"
+        )
     args: Mapping[str, Any] = raw_args if isinstance(raw_args, dict) else {}
     if dialect == "codex":
         args = _codex_args(tool, args)
@@ -394,6 +422,16 @@ def _tool_event(
             error = text
     elif dialect == "gemini":
         output, error, exit_code = _gemini_result(tool, payload.get("tool_response"))
+    elif (
+        dialect == "codex" and tool in SHELL_TOOLS and isinstance(payload.get("tool_response"), str)
+    ):
+        from antiloop.hooks.results import codex_exit_code, codex_shell
+
+        output, exit_code = codex_shell(payload["tool_response"][:_TEXT_CAP])
+        if exit_code is None:
+            exit_code = codex_exit_code(
+                _str(payload.get("transcript_path")), _str(payload.get("tool_use_id"))
+            )
     else:
         response = payload.get("tool_response")
         output = response_text(tool, response)
@@ -426,13 +464,15 @@ def _gemini_result(tool: str, response: object) -> tuple[str | None, str | None,
         text = _blocks_text(content)
     elif isinstance(content, dict) and isinstance(content.get("text"), str):
         text = content["text"]
+    from antiloop.hooks.results import gemini_shell, unwrap_untrusted
+
     exit_code = None
-    if text is not None and tool in SHELL_TOOLS:
-        found = _GEMINI_EXIT.search(text)
-        exit_code = int(found.group(1)) if found else None
-        text = _GEMINI_VOLATILE.sub("", text)
-    raw_error = response.get("error")
     error = None
+    if text is not None and tool in SHELL_TOOLS:
+        text, exit_code, error = gemini_shell(text)
+    elif text is not None:
+        text = unwrap_untrusted(text)
+    raw_error = response.get("error")
     if isinstance(raw_error, dict):
         error = _str(raw_error.get("message")) or json.dumps(raw_error, sort_keys=True)
     elif isinstance(raw_error, str) and raw_error:

@@ -8,10 +8,11 @@ PostToolUse processes of one tool batch take turns.
 What each kind of event does:
 
 * ``pre``: ``Guard.check`` refuses (``deny``) a procedure stopped as a loop, or any call of a
-  session that ended or that a person asked to stop (``antiloop stop``); then the approval
-  policy may ``ask`` or ``deny`` (``ask`` is dropped where the agent's permission mode says the
-  person does not want to be asked: ``bypassPermissions``, ``dontAsk``, ``auto``, and writes
-  under ``acceptEdits``).
+  session that ended or that a person asked to stop (``antiloop stop``); then, only when the
+  config opts in (``[approval]``), the approval policy may ``ask`` or ``deny``. An ``ask`` is
+  dropped where nobody could answer it (a headless run: ``claude -p``, the Agent SDK) and where
+  the agent's permission mode says the person does not want to be asked:
+  ``bypassPermissions``, ``dontAsk``, ``auto``, and writes under ``acceptEdits``.
 * ``post``: ``Guard.record`` with the output, error, exit code and, for the file-writing tools,
   each file's sha256 and mtime read from disk now. A repeat or cycle answers ``block`` with the
   fingerprint (the procedure is then refused until the person speaks); a failure streak
@@ -69,12 +70,14 @@ class Outcome:
         reason: for the model.
         notice: for the person (``systemMessage``, ``stopReason``).
         fingerprint: the loop's fingerprint, when there is one.
+        repeat: the result repeats one the model already read (a repeat or a cycle).
     """
 
     action: str = "pass"
     reason: str = ""
     notice: str | None = None
     fingerprint: str | None = None
+    repeat: bool = False
 
 
 PASS = Outcome()
@@ -242,8 +245,10 @@ class HookHandler:
         decision = self.config.approval_policy().decide(tool, event.args, cwd=event.cwd)
         if decision.decision == "allow":
             return PASS
-        if decision.decision == "ask" and _quiet(event.permission_mode, decision.risk):
-            return PASS
+        if decision.decision == "ask" and (
+            _quiet(event.permission_mode, decision.risk) or event.attended is False
+        ):
+            return PASS  # nobody would see the prompt: the host's own rules decide
         detail = {
             "decision": decision.decision,
             "risk": decision.risk,
@@ -298,9 +303,10 @@ class HookHandler:
                 notice += f" ({verdict.fingerprint})"
             return Outcome("halt", text, notice=notice, fingerprint=verdict.fingerprint)
         text = _loop_text(verdict, refused=False)
-        if action is Action.BLOCK and verdict.detector in ("repeat", "cycle"):
+        repeat = verdict.detector in ("repeat", "cycle")
+        if action is Action.BLOCK and repeat:
             text += " Calling it again the same way will be refused until the person speaks."
-        return Outcome("block", text, fingerprint=verdict.fingerprint)
+        return Outcome("block", text, fingerprint=verdict.fingerprint, repeat=repeat)
 
     # -- people and turns ------------------------------------------------------------------
 

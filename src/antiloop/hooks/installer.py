@@ -122,28 +122,33 @@ def settings_path(
     if scope == "local" and agent != "claude-code":
         raise ConfigError("--local is Claude Code's settings.local.json only")
     base = Path(cwd) if cwd is not None else Path.cwd()
+    user_home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     if agent == "claude-code":
         if scope == "user":
             home = env.get("CLAUDE_CONFIG_DIR")
-            return (Path(home) if home else Path.home() / ".claude").expanduser() / "settings.json"
+            return (Path(home) if home else user_home / ".claude").expanduser() / "settings.json"
         name = "settings.local.json" if scope == "local" else "settings.json"
         return base / ".claude" / name
     if agent == "gemini":
-        root = Path.home() / ".gemini" if scope == "user" else base / ".gemini"
+        root = user_home / ".gemini" if scope == "user" else base / ".gemini"
         return root / "settings.json"
     if scope == "project":
         return base / ".codex" / "hooks.json"
     home = env.get("CODEX_HOME")
-    return (Path(home).expanduser() if home else Path.home() / ".codex") / "hooks.json"
+    return (Path(home).expanduser() if home else user_home / ".codex") / "hooks.json"
 
 
-def default_command(agent: str, executable: str | None = None) -> str:
+def default_command(agent: str, executable: str | None = None, *, shared: bool = False) -> str:
     """The command line an agent runs: this installation's ``antiloop hook <agent>``.
 
-    The ``antiloop`` script beside the running interpreter is named by its absolute path, so
-    the hook works whatever the agent's PATH; without one, ``<python> -m antiloop`` is used.
+    For settings of this machine (user, local) the ``antiloop`` script beside the running
+    interpreter is named by its absolute path, so the hook works whatever the agent's PATH;
+    without one, ``<python> -m antiloop`` is used. Settings a team shares (``shared``, the
+    project scope) carry no machine path: ``antiloop hook <agent>``, found on the PATH.
     """
     _check_agent(agent)
+    if shared:
+        return f"antiloop hook {agent}"
     python = Path(executable or sys.executable)
     script = python.with_name("antiloop.exe" if os.name == "nt" else "antiloop")
     if script.is_file():
@@ -153,11 +158,24 @@ def default_command(agent: str, executable: str | None = None) -> str:
     return f"{base} hook {agent}"
 
 
+#: Claude Code events that take no HTTP hooks ("HTTP hooks are not supported for SessionStart")
+NO_HTTP = frozenset({"SessionStart", "Setup"})
+
+
+def events_for(agent: str, command: str) -> list[str]:
+    """The events ``install`` gives an entry for ``command`` (an HTTP URL skips ``NO_HTTP``)."""
+    _check_agent(agent)
+    return [e for e in EVENTS[agent] if not (is_url(command) and e in NO_HTTP)]
+
+
 def hook_entries(agent: str, command: str) -> dict[str, dict[str, Any]]:
     """Event -> the matcher group ``install`` adds for it."""
     _check_agent(agent)
     groups: dict[str, dict[str, Any]] = {}
+    wanted = events_for(agent, command)
     for event, matcher in EVENTS[agent].items():
+        if event not in wanted:
+            continue
         handler: dict[str, Any] = {"type": "command", "command": command}
         if is_url(command):
             if agent != "claude-code":

@@ -22,10 +22,17 @@ import json
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from antiloop.hooks.events import DIALECTS, BadPayload, HookEvent, normalize, parse_payload
+from antiloop.hooks.events import (
+    DIALECTS,
+    BadPayload,
+    HookEvent,
+    attended,
+    normalize,
+    parse_payload,
+)
 
 if TYPE_CHECKING:
     from antiloop.hooks.config import HookConfig
@@ -104,9 +111,14 @@ def _run(
     if dialect not in DIALECTS:
         return _unreadable(f"unknown agent {dialect!r} (use {', '.join(DIALECTS)})", fail_mode(env))
     try:
-        event = normalize(dialect, parse_payload(data))
+        payload = parse_payload(data)
     except BadPayload as exc:
         return _unreadable(str(exc), fail_mode(env))
+    try:
+        event = normalize(dialect, payload)
+    except BadPayload as exc:
+        return _unknown_shape(dialect, payload, exc, env, store)
+    event = replace(event, attended=attended(dialect, env))
     if event.kind == "other":
         return HookAnswer()
     try:
@@ -195,6 +207,77 @@ def _failed(event: HookEvent, problem: str, fail: str) -> HookAnswer:
         outcome = Outcome("warn", notice=f"antiloop: {problem}; this {event.name} was not checked.")
     line = f"antiloop hook {event.dialect} {event.name}: {problem}\n"
     return HookAnswer(_dump(render(event, outcome)), line, 0)
+
+
+def _unknown_shape(
+    dialect: str,
+    payload: Mapping[str, Any],
+    exc: BadPayload,
+    env: Mapping[str, str],
+    store: Store | str | None,
+) -> HookAnswer:
+    """A payload of a shape antiloop does not know: a one-line notice, the event kept.
+
+    The notice names the field and the CLI version; the call goes on (unless
+    ``ANTILOOP_FAIL=closed``); the event goes to the audit log for diagnosis.
+    """
+    from antiloop.hooks.version import cli_version
+
+    version = cli_version(dialect, env)
+    problem = f"{dialect} {version} sent a hook input antiloop does not know: {exc}"
+    try:
+        _keep_unknown(payload, exc, version, dialect, env, store)
+    except Exception as keep_error:
+        problem += f" (not kept in the audit log: {_describe(keep_error)})"
+    return _unreadable(problem, fail_mode_of(env))
+
+
+def fail_mode_of(env: Mapping[str, str]) -> str:
+    """``ANTILOOP_FAIL`` of ``env`` (the config is not read for an event it cannot judge)."""
+    from antiloop.hooks.config import fail_mode
+
+    return fail_mode(env)
+
+
+def _keep_unknown(
+    payload: Mapping[str, Any],
+    exc: BadPayload,
+    version: str,
+    dialect: str,
+    env: Mapping[str, str],
+    store: Store | str | None,
+) -> None:
+    import time
+
+    from antiloop.audit import AuditEvent
+    from antiloop.stores import open_store
+
+    opened = open_store(store_url(env)) if store is None or isinstance(store, str) else store
+    try:
+        sink = getattr(opened, "append_audit", None)
+        if sink is None:
+            return
+        session = payload.get("session_id")
+        raw = json.dumps(payload, ensure_ascii=False, default=str)
+        sink(
+            AuditEvent(
+                kind="session",
+                session=session if isinstance(session, str) and session else "unknown",
+                at=time.time(),
+                detail={
+                    "event": "unknown-shape",
+                    "agent_cli": dialect,
+                    "cli_version": version,
+                    "field": exc.field,
+                    "problem": str(exc),
+                    "hook": str(payload.get("hook_event_name")),
+                    "payload": raw[:8000],
+                },
+            )
+        )
+    finally:
+        if opened is not store:
+            opened.close()
 
 
 def _unreadable(problem: str, fail: str) -> HookAnswer:

@@ -7,6 +7,7 @@ module                                 extra                       what it plugs
 ``antiloop.integrations.openai_agents``  ``antiloop[openai-agents]``  tool guardrails + ``RunHooks``
 ``antiloop.integrations.autogen``      ``antiloop[autogen]``       a ``TerminationCondition``
 ``antiloop.integrations.mcp_proxy``    (none: standard library)    ``antiloop mcp-proxy``
+``antiloop.integrations.claude_agent_sdk``  ``[claude-agent-sdk]``  ``HookMatcher`` callbacks
 =====================================  ==========================  ==============================
 
 Importing a module whose framework is missing raises ``MissingExtra`` with the pip command.

@@ -7,7 +7,8 @@ with the token, which it keeps in the tab's session storage. With no cookies the
 credential for another site to ride on (CSRF), and POSTs with a foreign ``Origin`` are refused.
 
 The service is stateless over the store: several replicas can share one store. Live events go
-to the dashboards connected to this replica.
+to the dashboards connected to this replica. Store calls run off the event loop with a deadline,
+and request bodies and heads are bounded (``antiloop.server.limits``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import asyncio
 import hmac
 import json
 import logging
+import math
 import os
 import threading
 import time
-from collections import defaultdict, deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, is_dataclass
@@ -27,7 +29,6 @@ from importlib import resources
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -44,9 +45,19 @@ from antiloop.approval import (
 )
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.config import GuardConfig
-from antiloop.errors import BadStep, ChannelError
-from antiloop.events import Step, step_from_dict
+from antiloop.errors import BadStep, ChannelError, StoreError
+from antiloop.events import MAX_DEPTH, Step, nesting_depth, step_from_dict
 from antiloop.guard import Guard
+from antiloop.redact import redact_text, redact_value
+from antiloop.server.limits import (
+    Limits,
+    SlowBody,
+    StoreCalls,
+    StoreTimeout,
+    TooLarge,
+    read_body,
+    too_large,
+)
 from antiloop.server.openapi import schema
 from antiloop.server.views import view_routes
 from antiloop.stores import Store
@@ -55,8 +66,49 @@ from antiloop.verdict import Action, Verdict, invalid_wire
 log = logging.getLogger("antiloop")
 
 MAX_BATCH = 1000
+DEFAULT_IDENTITY = "dashboard"
+"""The identity of the service token's holder."""
 RECENT = 50
+RECENT_SESSIONS = 1000  # sessions whose recent verdicts are kept; the least recent go first
+PAGE = 100  # sessions per page of GET /v1/sessions, unless ?limit= says otherwise
+MAX_PAGE = 1000
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+class RecentVerdicts:
+    """The last ``per_session`` verdict events of the ``sessions`` most recently active sessions.
+
+    ``recent[sid]`` makes the session the most recent one (creating its deque, and forgetting
+    the least recent session past the bound); ``recent.get(sid)`` only reads. Thread-safe.
+    """
+
+    def __init__(self, sessions: int = RECENT_SESSIONS, per_session: int = RECENT) -> None:
+        self.sessions = sessions
+        self.per_session = per_session
+        self._items: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __getitem__(self, session: str) -> deque[dict[str, Any]]:
+        with self._lock:
+            items = self._items
+            found = items.get(session)
+            if found is None:
+                found = items[session] = deque(maxlen=self.per_session)
+                while len(items) > self.sessions:
+                    items.popitem(last=False)
+            else:
+                items.move_to_end(session)
+            return found
+
+    def get(
+        self, session: str, default: deque[dict[str, Any]] | tuple[()] | None = None
+    ) -> deque[dict[str, Any]] | tuple[()] | None:
+        """The session's recent events, or ``default``."""
+        with self._lock:
+            return self._items.get(session, default)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 class EventHub:
@@ -86,7 +138,8 @@ class EventHub:
         """Send an event to every subscriber; safe from any thread."""
         if not self._queues:
             return
-        text = f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+        clean = redact_value(data)  # every live event, approvals included, leaves redacted
+        text = f"event: {kind}\ndata: {json.dumps(clean, ensure_ascii=False)}\n\n"
         if self._loop is not None and threading.get_ident() != self._thread:
             self._loop.call_soon_threadsafe(self._put, text)
         else:
@@ -103,12 +156,16 @@ class Service:
 
     Args:
         store: the store (or its URL) every replica shares.
-        token: the bearer token every API call must carry.
+        token: the bearer token every API call must carry (its holder's identity, the voter
+            in k-of-n approvals, is ``dashboard``).
+        tokens: more tokens, by the identity of their holder (``{"alice": "t0k3n"}``): each
+            holder answers approvals as that identity, and counts once in k-of-n.
         config: the guard's settings.
         policy: the approval policy for ``/v1/check``.
         channels: channels to deliver approval requests on (the dashboard always lists them).
         webhook_secret: the HMAC secret answers on ``/v1/approvals/{id}/answer`` are signed with.
         clock: seconds since the epoch.
+        limits: body, header and store limits (``antiloop.server.limits.Limits``).
     """
 
     def __init__(
@@ -121,11 +178,16 @@ class Service:
         channels: list[Channel] | None = None,
         webhook_secret: str | None = None,
         clock: Callable[[], float] = time.time,
+        tokens: Mapping[str, str] | None = None,
+        limits: Limits | None = None,
     ) -> None:
         if not token:
             raise ValueError("the service needs a token")
         self.token = token
         self._token = f"Bearer {token}".encode()
+        self._identities = [(f"Bearer {t}".encode(), name) for name, t in (tokens or {}).items()]
+        if any(not name.strip() or len(t) < 8 for name, t in (tokens or {}).items()):
+            raise ValueError("each named token needs a name and at least 8 characters")
         self.guard = Guard(config=config or GuardConfig(embedder="ngram"), store=store)
         self.store = self.guard.store
         self.approvals = Approvals(self.store, policy, channels or [], clock=clock, wait=False)
@@ -136,18 +198,33 @@ class Service:
         self.clock = clock
         self._hooks: dict[str, Any] = {}
         self._hook_lock = threading.Lock()
-        self.recent: defaultdict[str, deque[dict[str, Any]]] = defaultdict(
-            lambda: deque(maxlen=RECENT)
-        )
+        self.recent = RecentVerdicts()
+        self.limits = limits or Limits()
+        self.call = StoreCalls(self.limits)
 
     def hook(self, dialect: str, body: bytes) -> dict[str, Any]:
         """Answer one Claude Code (or Gemini, Codex) hook delivered over HTTP.
 
         The same normaliser, handler and answers as ``antiloop hook``, on this service's store;
-        one handler per agent dialect is kept, so nothing is imported or opened per call.
+        one handler per agent dialect is kept, so nothing is imported or opened per call. A
+        store that fails gets the hook's own answer for that (``ANTILOOP_FAIL``: open warns,
+        closed refuses the call).
         """
-        from antiloop.hooks.events import DIALECTS, BadPayload, normalize, parse_payload
+        from antiloop.hooks.handler import StoreFailed
         from antiloop.hooks.render import render
+
+        event = self._hook_event(dialect, body)
+        if event is None:
+            return {}
+        try:
+            outcome = self._hook_handler(dialect).handle(event)
+        except (StoreError, StoreFailed) as exc:
+            return self.hook_failed(dialect, body, str(exc))
+        return render(event, outcome) or {}
+
+    def _hook_event(self, dialect: str, body: bytes) -> Any:
+        """The normalised hook event, None for one antiloop has no opinion on."""
+        from antiloop.hooks.events import DIALECTS, BadPayload, normalize, parse_payload
 
         if dialect not in DIALECTS:
             raise _BadRequest(f"unknown agent {dialect!r} (use {', '.join(DIALECTS)})")
@@ -155,8 +232,24 @@ class Service:
             event = normalize(dialect, parse_payload(body))
         except BadPayload as exc:
             raise _BadRequest(str(exc)) from None
-        if event.kind == "other":
+        return None if event.kind == "other" else event
+
+    def hook_failed(self, dialect: str, body: bytes, problem: str) -> dict[str, Any]:
+        """The hook's answer when the store failed or did not answer (``ANTILOOP_FAIL``)."""
+        from antiloop.hooks.config import fail_mode, load_hook_config
+        from antiloop.hooks.runner import _failed
+
+        event = self._hook_event(dialect, body)
+        if event is None:
             return {}
+        handler = self._hooks.get(dialect)  # not made here: making one opens the store
+        config = handler.config if handler is not None else load_hook_config(None, os.environ, None)
+        answer = _failed(event, problem, fail_mode(os.environ, config))
+        log.error("antiloop: %s", answer.stderr.strip())
+        found: dict[str, Any] = json.loads(answer.stdout) if answer.stdout.strip() else {}
+        return found
+
+    def _hook_handler(self, dialect: str) -> Any:
         with self._hook_lock:
             handler = self._hooks.get(dialect)
             if handler is None:
@@ -165,12 +258,20 @@ class Service:
 
                 handler = HookHandler(load_hook_config(None, os.environ, None), self.store)
                 self._hooks[dialect] = handler
-        return render(event, handler.handle(event)) or {}
+        return handler
 
     def authorized(self, request: Request) -> bool:
-        """True when the request carries the token."""
+        """True when the request carries a token of the service."""
+        return self.identity(request) is not None
+
+    def identity(self, request: Request) -> str | None:
+        """Who the request's token belongs to (``dashboard`` for the service token), or None."""
         given = request.headers.get("authorization", "").encode()
-        return hmac.compare_digest(given, self._token)
+        found = DEFAULT_IDENTITY if hmac.compare_digest(given, self._token) else None
+        for expected, name in self._identities:  # every one compared: no timing tells which
+            if hmac.compare_digest(given, expected) and found is None:
+                found = name
+        return found
 
     def _approval_event(self, event: str, request: ApprovalRequest) -> None:
         self.hub.publish("approval", {"event": event, "request": request.to_dict()})
@@ -189,11 +290,16 @@ class Service:
         found = seen.get(sid)
         if found is None:
             both = getattr(self.store, "interventions", None)  # one round trip where it can
-            found = seen[sid] = (
-                both(sid)
-                if both is not None
-                else (self.ledger.stop_requested(sid), self.ledger.pop_feedback(sid))
-            )
+            try:
+                found = (
+                    both(sid)
+                    if both is not None
+                    else (self.ledger.stop_requested(sid), self.ledger.pop_feedback(sid))
+                )
+            except StoreError as exc:  # the guard's own store call below applies on_store_error
+                log.error("antiloop: could not read stop requests and feedback: %s", exc)
+                found = (None, [])
+            seen[sid] = found
         by, feedback = found
         if by is not None:
             verdict = self.approvals.stopped(self.guard, sid)
@@ -207,18 +313,77 @@ class Service:
         wire["hint"] = verdict.hint
         wire["session"] = sid
         wire["escalate_to"] = verdict.escalate_to
+        wire = redact_value(wire)
         self._remember(step, wire)
+        return wire  # type: ignore[no-any-return]
+
+    def judge_all(self, batch: list[Any]) -> list[dict[str, Any]]:
+        """The wire verdicts of a batch, judged in order (one intervention read per session)."""
+        seen: dict[str, tuple[str | None, list[str]]] = {}
+        return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+
+    def store_failed(self, raw: Any, index: int, exc: Exception) -> dict[str, Any]:
+        """The wire verdict ``on_store_error`` gives a step the store did not judge in time."""
+        sid = raw.get("session") if isinstance(raw, dict) else None
+        sid = sid if isinstance(sid, str) else "default"
+        verdict = self.guard._store_failed(StoreError(str(exc)), sid)
+        wire = verdict.to_wire(index)
+        wire["hint"] = verdict.hint
+        wire["session"] = sid
+        wire["escalate_to"] = verdict.escalate_to
         return wire
+
+    def session_rows(self, limit: int, offset: int) -> tuple[list[dict[str, Any]], int | None]:
+        """One page of sessions, in the store's order, and the next page's offset.
+
+        A store with ``sessions_page(offset, limit)`` (Redis, PostgreSQL) reads only the page.
+        """
+        page = getattr(self.store, "sessions_page", None)
+        if callable(page):
+            ids: list[str] = page(offset, limit + 1)
+            more = len(ids) > limit
+        else:
+            ids = self.store.sessions()[offset:]
+            more = len(ids) > limit
+        rows = []
+        for sid in ids[:limit]:
+            state = self.store.peek(sid)
+            ended = getattr(state, "ended", None)
+            recent = self.recent.get(sid)
+            rows.append(
+                {
+                    "session": sid,
+                    "steps": getattr(state, "steps", 0),
+                    "ended": _jsonable(ended) if ended is not None else None,
+                    "stop_requested": self.ledger.stop_requested(sid),
+                    "last": recent[-1] if recent else None,
+                }
+            )
+        return rows, (offset + limit if more else None)
+
+    def fresh_approval(self, request: ApprovalRequest) -> ApprovalRequest:
+        """The request, expired first when it is still pending past its ``expires_at``."""
+        expires = request.expires_at
+        if request.status is ApprovalStatus.PENDING and expires and self.clock() >= expires:
+            return self.approvals.expire(request.id)
+        return request
 
     def _remember(self, step: Step, wire: dict[str, Any]) -> None:
         event = {
             **wire,
-            "agent": step.agent,
-            "tool": step.tool,
+            "agent": redact_text(step.agent),
+            "tool": redact_text(step.tool),
             "at": self.clock(),
         }
         self.recent[step.session].append(event)
         self.hub.publish("verdict", event)
+
+
+def _finite(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return True  # not a number: the verifier names it
 
 
 def _with_feedback(verdict: Verdict, texts: list[str]) -> Verdict:
@@ -255,16 +420,64 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+def _redacted(body: Any) -> JSONResponse:
+    """A JSON response with every string passed through the redactor."""
+    return JSONResponse(redact_value(body))
+
+
+def parse_tokens(text: str) -> dict[str, str]:
+    """Named tokens from ``name=token,name=token`` (``ANTILOOP_TOKENS``).
+
+    Example:
+        >>> parse_tokens("alice=t0k3n-alice, bob=t0k3n-bob")
+        {'alice': 't0k3n-alice', 'bob': 't0k3n-bob'}
+    """
+    tokens: dict[str, str] = {}
+    for number, item in enumerate(text.split(","), 1):
+        if not item.strip():
+            continue
+        name, sep, token = item.partition("=")
+        if not sep or not name.strip() or not token.strip():
+            raise ValueError(f"ANTILOOP_TOKENS: item {number} is not name=token")
+        tokens[name.strip()] = token.strip()
+    return tokens
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-async def _json(request: Request) -> Any:
-    body = await request.body()
+async def _json(request: Request, limits: Limits) -> Any:
+    body = await read_body(request, limits)
+    deep = f"the body is nested too deeply (steps: at most {MAX_DEPTH} levels)"
     try:
-        return json.loads(body)
+        data = json.loads(body)
+    except RecursionError:
+        raise _BadRequest(deep) from None
     except ValueError as exc:
         raise _BadRequest(f"the body is not JSON: {exc}") from None
+    # a batch wraps its steps in two more levels ({"steps": [...]})
+    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and nesting_depth(data) > MAX_DEPTH + 2:
+        raise _BadRequest(deep)
+    return data
+
+
+def _cursor(request: Request) -> tuple[int, int]:
+    """``(limit, offset)`` of ``GET /v1/sessions?limit=&cursor=``."""
+    limit_text = request.query_params.get("limit", str(PAGE))
+    cursor = request.query_params.get("cursor") or "0"
+    if not (limit_text.isascii() and limit_text.isdigit()) or not 1 <= int(limit_text) <= MAX_PAGE:
+        raise _BadRequest(f"'limit' must be an integer from 1 to {MAX_PAGE}")
+    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 12:
+        raise _BadRequest("'cursor' must be the next_cursor of an earlier page")
+    return int(limit_text), int(cursor)
+
+
+def _optional_str(body: Mapping[str, Any], key: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _BadRequest(f"{key!r} must be a string")
+    return value
 
 
 class _BadRequest(Exception):
@@ -273,10 +486,15 @@ class _BadRequest(Exception):
 
 def create_app(service: Service) -> Starlette:
     """The ASGI application for a service."""
+    limits = service.limits
 
     def api(handler: Handler, *, auth: bool = True) -> Handler:
         async def wrapped(request: Request) -> Response:
-            if auth and not service.authorized(request):
+            if too_large(request, limits):  # before the token: an upload is refused unread
+                return _error(413, f"the body is larger than {limits.max_body} bytes")
+            if auth:
+                request.state.identity = service.identity(request)
+            if auth and request.state.identity is None:
                 return JSONResponse(
                     {"error": "missing or wrong token"},
                     status_code=401,
@@ -291,6 +509,13 @@ def create_app(service: Service) -> Starlette:
                 return await handler(request)
             except _BadRequest as exc:
                 return _error(400, str(exc))
+            except TooLarge:
+                return _error(413, f"the body is larger than {limits.max_body} bytes")
+            except SlowBody:
+                return _error(408, f"the body did not arrive within {limits.body_timeout:g} s")
+            except (StoreError, StoreTimeout) as exc:
+                log.error("antiloop: %s %s: %s", request.method, request.url.path, exc)
+                return _error(503, f"the store failed: {exc}")
 
         return wrapped
 
@@ -310,8 +535,12 @@ def create_app(service: Service) -> Starlette:
         )
 
     async def hook(request: Request) -> Response:
-        body = await request.body()
-        answer = await run_in_threadpool(service.hook, request.path_params["dialect"], body)
+        body = await read_body(request, limits)
+        dialect = request.path_params["dialect"]
+        try:
+            answer = await service.call(service.hook, dialect, body)
+        except StoreTimeout as exc:  # the hook's own answer to a store that does not answer
+            answer = service.hook_failed(dialect, body, str(exc))
         return JSONResponse(answer)
 
     async def health(request: Request) -> Response:
@@ -321,150 +550,164 @@ def create_app(service: Service) -> Starlette:
         return JSONResponse(schema())
 
     async def steps(request: Request) -> Response:
-        body = await _json(request)
+        body = await _json(request, limits)
         batch = body.get("steps") if isinstance(body, dict) and "steps" in body else body
-        seen: dict[str, tuple[str | None, list[str]]] = {}
-        if isinstance(batch, list):
-            if len(batch) > MAX_BATCH:
-                return _error(413, f"at most {MAX_BATCH} steps per request")
-            return JSONResponse(
-                {"verdicts": [service.judge(raw, i, seen) for i, raw in enumerate(batch)]}
-            )
-        return JSONResponse(service.judge(batch, 0, seen))
+        many = isinstance(batch, list)
+        items: list[Any] = batch if isinstance(batch, list) else [batch]
+        if len(items) > MAX_BATCH:
+            return _error(413, f"at most {MAX_BATCH} steps per request")
+        try:
+            verdicts = await service.call(service.judge_all, items)
+        except StoreTimeout as exc:  # the store hung: each step follows on_store_error
+            verdicts = [service.store_failed(raw, i, exc) for i, raw in enumerate(items)]
+        return JSONResponse({"verdicts": verdicts} if many else verdicts[0])
 
     async def check(request: Request) -> Response:
-        body = await _json(request)
+        body = await _json(request, limits)
         if not isinstance(body, dict) or not isinstance(body.get("tool"), str):
             return _error(400, "expected {'tool': ..., 'args': {...}, 'session': ...}")
         args = body.get("args") or {}
         if not isinstance(args, dict):
             return _error(400, "'args' must be an object")
-        gate = await run_in_threadpool(
-            service.approvals.gate,
-            service.guard,
-            body["tool"],
-            args,
-            session=str(body.get("session") or "default"),
-            agent=str(body.get("agent") or "agent"),
-            paths=tuple(body.get("paths") or ()),
-            cwd=body.get("cwd"),
-        )
+        paths = body.get("paths") or []
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            return _error(400, "'paths' must be a list of strings")
+        session = _optional_str(body, "session") or "default"
+        try:
+            gate = await service.call(
+                service.approvals.gate,
+                service.guard,
+                body["tool"],
+                args,
+                session=session,
+                agent=_optional_str(body, "agent") or "agent",
+                paths=tuple(paths),
+                cwd=_optional_str(body, "cwd"),
+            )
+        except StoreTimeout as exc:  # the store hung: the call follows on_store_error
+            failed = service.guard._store_failed(StoreError(str(exc)), session)
+            return JSONResponse(
+                {**failed.to_wire(0), "hint": failed.hint, "args": args, "approval": None}
+            )
         verdict = gate.verdict
-        return JSONResponse(
+        answer = redact_value(
             {
                 **verdict.to_wire(0),
                 "hint": verdict.hint,
-                "args": dict(gate.args),
                 "approval": gate.request.to_dict() if gate.request else None,
             }
         )
+        answer["args"] = dict(gate.args)  # the caller's own call (or the person's edit), to run
+        return JSONResponse(answer)
 
     async def sessions(request: Request) -> Response:
-        summaries = getattr(service.store, "session_summaries", None)
-        if callable(summaries):
-            rows = _jsonable(summaries())
-        else:
-            rows = []
-            for sid in service.store.sessions():
-                state = service.store.peek(sid)
-                ended = getattr(state, "ended", None)
-                rows.append(
-                    {
-                        "session": sid,
-                        "steps": getattr(state, "steps", 0),
-                        "ended": _jsonable(ended) if ended is not None else None,
-                    }
-                )
-        for row in rows:
-            if isinstance(row, dict):
-                sid = str(row.get("session") or row.get("id") or "")
-                row.setdefault("session", sid)
-                if "ended" not in row:
-                    state = service.store.peek(sid)
-                    ended = getattr(state, "ended", None)
-                    row["ended"] = _jsonable(ended) if ended is not None else None
-                row["stop_requested"] = service.ledger.stop_requested(sid)
-                recent = service.recent.get(sid)
-                row["last"] = recent[-1] if recent else None
-        return JSONResponse({"sessions": rows})
+        limit, offset = _cursor(request)
+        rows, after = await service.call(service.session_rows, limit, offset)
+        return JSONResponse(
+            {"sessions": redact_value(rows), "next_cursor": None if after is None else str(after)}
+        )
 
-    async def session(request: Request) -> Response:
-        sid = request.path_params["id"]
+    def session_detail(sid: str) -> dict[str, Any] | None:
         state = service.store.peek(sid)
         audit = getattr(service.store, "audit_records", None)
         records = _jsonable(list(audit(session=sid))[-200:]) if callable(audit) else None
         if state is None and not service.recent.get(sid) and not records:
-            return _error(404, f"no session {sid!r}")
+            return None
         ended = getattr(state, "ended", None)
-        return JSONResponse(
-            {
-                "session": sid,
-                "steps": getattr(state, "steps", 0),
-                "ended": _jsonable(ended) if ended is not None else None,
-                "stop_requested": service.ledger.stop_requested(sid),
-                "recent": list(service.recent.get(sid, ())),
-                "audit": records,
-                "approvals": [r.to_dict() for r in service.ledger.list_approvals(session=sid)],
-            }
+        found = service.ledger.list_approvals(session=sid)
+        return dict(
+            redact_value(
+                {
+                    "session": sid,
+                    "steps": getattr(state, "steps", 0),
+                    "ended": _jsonable(ended) if ended is not None else None,
+                    "stop_requested": service.ledger.stop_requested(sid),
+                    "recent": list(service.recent.get(sid, ()) or ()),
+                    "audit": records,
+                    "approvals": [service.fresh_approval(r).to_dict() for r in found],
+                }
+            )
         )
+
+    async def session(request: Request) -> Response:
+        sid = request.path_params["id"]
+        detail = await service.call(session_detail, sid)
+        if detail is None:
+            return _error(404, f"no session {sid!r}")
+        return JSONResponse(detail)
+
+    def request_stop(sid: str, by: str) -> str | None:
+        service.ledger.request_stop(sid, by)
+        service.hub.publish("stop", {"session": sid, "by": by})
+        return service.ledger.stop_requested(sid)
 
     async def stop(request: Request) -> Response:
         sid = request.path_params["id"]
-        body = await _json(request) if await request.body() else {}
+        body = await _json(request, limits) if await read_body(request, limits) else {}
         by = str(body.get("by") or "dashboard") if isinstance(body, dict) else "dashboard"
-        service.ledger.request_stop(sid, by)
-        service.hub.publish("stop", {"session": sid, "by": by})
-        return JSONResponse({"session": sid, "stop_requested": service.ledger.stop_requested(sid)})
+        stopped = await service.call(request_stop, sid, by)
+        return JSONResponse({"session": sid, "stop_requested": stopped})
+
+    def push_feedback(sid: str, text: str) -> None:
+        service.ledger.push_feedback(sid, text)
+        service.hub.publish("feedback", {"session": sid, "text": text})
 
     async def feedback(request: Request) -> Response:
         sid = request.path_params["id"]
-        body = await _json(request)
+        body = await _json(request, limits)
         text = body.get("text") if isinstance(body, dict) else None
         if not isinstance(text, str) or not text.strip():
             return _error(400, "expected {'text': '...'}")
-        service.ledger.push_feedback(sid, text.strip())
-        service.hub.publish("feedback", {"session": sid, "text": text.strip()})
+        said = redact_text(text.strip())  # stored, then sent to the agent and the dashboards
+        await service.call(push_feedback, sid, said)
         return JSONResponse({"session": sid, "queued": True})
+
+    def approval_rows(status: str | None, sid: str | None) -> list[dict[str, Any]]:
+        rows = []
+        for found in service.ledger.list_approvals(status=status, session=sid):
+            if found.extra.get("vote_for"):
+                continue
+            r = service.fresh_approval(found)
+            if status is not None and r.status != status:
+                continue
+            rows.append({**r.to_dict(), "votes": sorted(service.approvals.votes(r.id))})
+        return rows
 
     async def approvals(request: Request) -> Response:
         status = request.query_params.get("status")
         if status is not None and status not in {s.value for s in ApprovalStatus}:
             return _error(400, f"unknown status {status!r}")
         sid = request.query_params.get("session")
-        found = service.ledger.list_approvals(status=status, session=sid)
-        now = service.clock()
-        rows = []
-        for r in found:
-            if r.extra.get("vote_for"):
-                continue
-            if r.status is ApprovalStatus.PENDING and r.expires_at and now >= r.expires_at:
-                r = service.approvals.expire(r.id)
-                if status is not None and r.status != status:
-                    continue
-            rows.append({**r.to_dict(), "votes": sorted(service.approvals.votes(r.id))})
-        return JSONResponse({"approvals": rows})
+        return _redacted({"approvals": await service.call(approval_rows, status, sid)})
 
-    async def approval(request: Request) -> Response:
-        found = service.ledger.get_approval(request.path_params["id"])
+    def approval_detail(id: str) -> dict[str, Any] | None:
+        found = service.ledger.get_approval(id)
         if found is None:
-            return _error(404, "no such approval request")
-        return JSONResponse(
-            {
-                **found.to_dict(),
-                "verdict": {**verdict_of(found).to_wire(0), "hint": verdict_of(found).hint},
-            }
+            return None
+        found = service.fresh_approval(found)  # polled past its deadline: expired, not pending
+        verdict = verdict_of(found)
+        return dict(
+            redact_value(
+                {**found.to_dict(), "verdict": {**verdict.to_wire(0), "hint": verdict.hint}}
+            )
         )
 
-    async def decide(request: Request) -> Response:
-        body = await _json(request)
-        return _decide(request.path_params["id"], body, default_by="dashboard")
+    async def approval(request: Request) -> Response:
+        detail = await service.call(approval_detail, request.path_params["id"])
+        if detail is None:
+            return _error(404, "no such approval request")
+        return JSONResponse(detail)
 
-    def _decide(id: str, body: Any, default_by: str) -> Response:
+    async def decide(request: Request) -> Response:
+        body = await _json(request, limits)
+        # The voter is who the token belongs to; a "by" in the body is not believed.
+        return await service.call(_decide, request.path_params["id"], body, request.state.identity)
+
+    def _decide(id: str, body: Any, by: str) -> Response:
         if not isinstance(body, dict):
             return _error(400, "expected {'decision': 'approve'|'deny', 'comment': ...}")
         decision = body.get("decision")
         comment = body.get("comment") or None
-        by = str(body.get("by") or default_by)
         if comment is not None and not isinstance(comment, str):
             return _error(400, "'comment' must be a string")
         if decision == "approve":
@@ -479,16 +722,17 @@ def create_app(service: Service) -> Starlette:
             decided = service.approvals.answer(id, answer)
         except KeyError:
             return _error(404, "no such approval request")
-        return JSONResponse({**decided.to_dict(), "votes": sorted(service.approvals.votes(id))})
+        return _redacted({**decided.to_dict(), "votes": sorted(service.approvals.votes(id))})
 
     async def signed_answer(request: Request) -> Response:
         if service.verifier is None:
             return _error(404, "webhook answers are off (no webhook secret)")
-        body = await request.body()
+        body = await read_body(request, limits)
+        timestamp = request.headers.get(TIMESTAMP_HEADER)
         try:
-            service.verifier.verify(
-                request.headers.get(TIMESTAMP_HEADER), request.headers.get(SIGNATURE_HEADER), body
-            )
+            if timestamp is not None and not _finite(timestamp):
+                raise ChannelError("bad timestamp")  # "nan" or "inf" compare as never stale
+            service.verifier.verify(timestamp, request.headers.get(SIGNATURE_HEADER), body)
         except ChannelError as exc:
             log.warning("antiloop: refused a webhook answer: %s", exc)
             return _error(401, f"refused: {exc}")
@@ -499,7 +743,10 @@ def create_app(service: Service) -> Starlette:
         id = request.path_params["id"]
         if not isinstance(data, dict) or data.get("id") != id:
             return _error(400, "the answer names another request")
-        return _decide(id, data, default_by="webhook")
+        # The relay signed the body: its "by" is the user the relay authenticated.
+        user = data.get("by")
+        by = user if isinstance(user, str) and user.strip() else "webhook"
+        return await service.call(_decide, id, data, by)
 
     async def events(request: Request) -> Response:
         queue = service.hub.subscribe()
@@ -534,9 +781,10 @@ def create_app(service: Service) -> Starlette:
         Route("/v1/check", api(check), methods=["POST"]),
         Route("/v1/hooks/{dialect}", api(hook), methods=["POST"]),
         Route("/v1/sessions", api(sessions)),
-        Route("/v1/sessions/{id}", api(session)),
-        Route("/v1/sessions/{id}/stop", api(stop), methods=["POST"]),
-        Route("/v1/sessions/{id}/feedback", api(feedback), methods=["POST"]),
+        # {id:path}: a session id may hold "/" (sent URL-encoded as %2F)
+        Route("/v1/sessions/{id:path}/stop", api(stop), methods=["POST"]),
+        Route("/v1/sessions/{id:path}/feedback", api(feedback), methods=["POST"]),
+        Route("/v1/sessions/{id:path}", api(session), methods=["GET"]),
         Route("/v1/approvals", api(approvals)),
         Route("/v1/approvals/{id}", api(approval)),
         Route("/v1/approvals/{id}", api(decide), methods=["POST"]),

@@ -21,6 +21,17 @@ _STEP = {
         "message": {"type": "string"},
         "goal": {"type": "string"},
         "cwd": {"type": "string"},
+        "id": {
+            "type": ["string", "integer"],
+            "description": (
+                "The step's id (the host's tool-call id where there is one). A step sent again "
+                "with an id its session has seen (a retried request) gets the first verdict "
+                "again and is not counted twice; the last 32 ids of a session are remembered."
+            ),
+        },
+        "tokens_in": {"type": "integer"},
+        "tokens_out": {"type": "integer"},
+        "cost_usd": {"type": "number"},
     },
     "additionalProperties": True,
 }
@@ -71,12 +82,57 @@ _DECISION = {
 }
 
 
+_SESSION_PAGE = {
+    "type": "object",
+    "properties": {
+        "sessions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "session": {"type": "string"},
+                    "steps": {"type": "integer"},
+                    "ended": {"type": ["object", "null"]},
+                    "stop_requested": {"type": ["string", "null"]},
+                    "last": {"type": ["object", "null"]},
+                },
+            },
+        },
+        "next_cursor": {
+            "type": ["string", "null"],
+            "description": "pass as ?cursor= for the next page; null on the last page",
+        },
+    },
+}
+
+
 def _json(ref: str) -> dict[str, Any]:
     return {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
 
 
+_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {"type": "string", "description": "one line saying what is wrong"}},
+}
+_ERRORS = {
+    "400": "bad input (the message names it)",
+    "401": "no token, or a wrong one",
+    "403": "a POST from another origin",
+    "404": "no such session, request or route",
+    "408": "the body did not arrive in time",
+    "413": "the body, or the batch, is too large",
+    "503": "the store failed or did not answer in time",
+}
+
+
 def _op(summary: str, response: str | None = None, body: str | None = None) -> dict[str, Any]:
-    op: dict[str, Any] = {"summary": summary, "responses": {"401": {"description": "no token"}}}
+    op: dict[str, Any] = {
+        "summary": summary,
+        "responses": {
+            code: {"description": text, **_json("Error")} for code, text in _ERRORS.items()
+        },
+    }
     op["responses"]["200"] = {"description": "OK", **(_json(response) if response else {})}
     if body:
         op["requestBody"] = {"required": True, **_json(body)}
@@ -111,8 +167,14 @@ def _view_paths() -> dict[str, Any]:
 
 
 def schema() -> dict[str, Any]:
-    """The service's OpenAPI document."""
+    """The service's OpenAPI document.
+
+    Example:
+        >>> sorted(schema()["paths"])[:3]
+        ['/healthz', '/v1/approvals', '/v1/approvals/{id}']
+    """
     from antiloop import __version__
+    from antiloop.hooks.events import DIALECTS
 
     return {
         "openapi": "3.1.0",
@@ -160,6 +222,8 @@ def schema() -> dict[str, Any]:
                                         "args": {"type": "object"},
                                         "session": {"type": "string"},
                                         "agent": {"type": "string"},
+                                        "paths": {"type": "array", "items": {"type": "string"}},
+                                        "cwd": {"type": ["string", "null"]},
                                     },
                                 }
                             }
@@ -167,7 +231,49 @@ def schema() -> dict[str, Any]:
                     },
                 }
             },
-            "/v1/sessions": {"get": _op("Sessions with their step counts and state")},
+            "/v1/sessions": {
+                "get": {
+                    **_op("A page of sessions, most recently updated first", "SessionPage"),
+                    "parameters": [
+                        {
+                            "name": "limit",
+                            "in": "query",
+                            "description": "sessions per page (default 100)",
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                        },
+                        {
+                            "name": "cursor",
+                            "in": "query",
+                            "description": "the next_cursor of the page before",
+                            "schema": {"type": "string"},
+                        },
+                    ],
+                }
+            },
+            "/v1/hooks/{dialect}": {
+                "post": {
+                    **_op("One agent hook delivered over HTTP (the answer antiloop hook prints)"),
+                    "parameters": [
+                        {
+                            "name": "dialect",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"enum": list(DIALECTS)},
+                        }
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                }
+            },
+            "/healthz": {
+                "get": {
+                    "summary": "Liveness: answers without touching the store",
+                    "security": [],
+                    "responses": {"200": {"description": "OK"}},
+                }
+            },
             "/v1/sessions/{id}": {
                 "get": {**_op("One session: state, recent verdicts, audit"), "parameters": _id()}
             },
@@ -214,9 +320,38 @@ def schema() -> dict[str, Any]:
                     "security": [],
                     "parameters": [
                         *_id(),
-                        {"name": "X-Antiloop-Timestamp", "in": "header", "required": True},
-                        {"name": "X-Antiloop-Signature", "in": "header", "required": True},
+                        {
+                            "name": "X-Antiloop-Timestamp",
+                            "in": "header",
+                            "required": True,
+                            "description": "seconds since the epoch, as signed",
+                            "schema": {"type": "string"},
+                        },
+                        {
+                            "name": "X-Antiloop-Signature",
+                            "in": "header",
+                            "required": True,
+                            "description": "sha256=<hex HMAC-SHA256 of timestamp '.' body>",
+                            "schema": {"type": "string"},
+                        },
                     ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "allOf": [
+                                        {"$ref": "#/components/schemas/Decision"},
+                                        {
+                                            "type": "object",
+                                            "required": ["id"],
+                                            "properties": {"id": {"type": "string"}},
+                                        },
+                                    ]
+                                }
+                            }
+                        },
+                    },
                 }
             },
             "/v1/events": {"get": _op("Live events (text/event-stream): verdict, approval, ...")},
@@ -225,6 +360,8 @@ def schema() -> dict[str, Any]:
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
+                "Error": _ERROR,
+                "SessionPage": _SESSION_PAGE,
                 "Step": _STEP,
                 "Verdict": _VERDICT,
                 "ApprovalRequest": _APPROVAL,

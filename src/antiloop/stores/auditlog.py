@@ -32,12 +32,14 @@ from antiloop.verdict import Action
 __all__ = [
     "DEFAULT_CAP",
     "GENESIS",
+    "PRUNE",
     "AuditRecord",
     "AuditRow",
     "Problem",
     "SessionSummary",
     "build_record",
     "parse_row",
+    "prune_event",
     "summarise",
     "verify_chain",
 ]
@@ -276,16 +278,74 @@ def _own_hash_ok(row: AuditRow) -> bool:
     return hashlib.sha256(row.body.encode("utf-8", "surrogatepass")).hexdigest() == row.hash
 
 
-def verify_chain(rows: Iterable[AuditRow], head: tuple[int, str] | None) -> list[Problem]:
+PRUNE = "prune"
+"""The kind of the checkpoint record a prune appends: what it removed, up to which record."""
+
+
+def prune_event(through: int, through_hash: str, removed: int, before: float, at: float) -> Any:
+    """The checkpoint a prune appends to the chain: records 1..``through`` were removed.
+
+    The chain then starts after ``through`` (its *base*), and the checkpoint, itself chained,
+    vouches for that base: ``verify_chain`` accepts a base only when a checkpoint names it.
+    """
+    detail = {
+        "through_seq": through,
+        "through_hash": through_hash,
+        "removed": removed,
+        "older_than": before,
+    }
+    return AuditEvent(PRUNE, "antiloop", at, tool="log prune", detail=detail)
+
+
+def verify_chain(
+    rows: Iterable[AuditRow],
+    head: tuple[int, str] | None,
+    base: tuple[int, str] | None = None,
+) -> list[Problem]:
     """Check a store's audit rows (in ``seq`` order) and its head; an empty list means intact.
 
     Args:
         rows: every row, sorted by ``seq`` (ties in storage order).
         head: the store's chain head ``(last seq, last hash)``, or None when it has none.
+        base: after a prune, ``(last removed seq, its hash)``: the chain starts after it, and
+            a checkpoint record must name it.
 
     Returns:
         The problems, each naming the record edited, deleted or inserted.
     """
+    rows = list(rows)
+    problems: list[Problem] = _base_problems(rows, base)
+    if base is not None and base[0] > 0:
+        return problems + _verify_from(rows, head, base)
+    return problems + _verify_from(rows, head, (0, GENESIS))
+
+
+def _base_problems(rows: list[AuditRow], base: tuple[int, str] | None) -> list[Problem]:
+    """A base must be vouched for by an intact prune checkpoint later in the chain."""
+    if base is None or base[0] == 0:
+        return []
+    for row in rows:
+        if PRUNE not in row.body or not _own_hash_ok(row):
+            continue
+        try:
+            body = json.loads(row.body)
+            detail = body.get("detail") or {} if body.get("kind") == PRUNE else {}
+        except (ValueError, AttributeError):
+            continue
+        if detail.get("through_seq") == base[0] and detail.get("through_hash") == base[1]:
+            return []
+    return [
+        Problem(
+            base[0],
+            "deleted",
+            f"records 1-{base[0]} are gone, and no prune checkpoint in the chain names them",
+        )
+    ]
+
+
+def _verify_from(
+    rows: list[AuditRow], head: tuple[int, str] | None, base: tuple[int, str]
+) -> list[Problem]:
     problems: list[Problem] = []
     items: list[tuple[AuditRow, dict[str, Any] | None, bool]] = []
     for row in rows:
@@ -301,9 +361,9 @@ def verify_chain(rows: Iterable[AuditRow], head: tuple[int, str] | None) -> list
         items.append((row, data, intact))
     later_prevs = {data.get("prev") for _, data, _ in items if data is not None}
 
-    expected = 1
-    prev_hash = GENESIS
-    last_seq = 0
+    expected = base[0] + 1
+    prev_hash = base[1]
+    last_seq = base[0]
     for i, (row, data, intact) in enumerate(items):
         seq = row.seq
         if seq < expected:

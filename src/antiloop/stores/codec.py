@@ -1,5 +1,12 @@
 """The session-state codec: ``SessionState`` to compact, versioned bytes and back.
 
+Every text in it passes the redactor (``antiloop.redact``) on the way in: the goal, the
+messages, each step's context, result head, error line and result label, and the verdicts'
+fingerprints, reasons and hints. Procedures are digests where they would hold a secret
+(``history.key_digest``); nothing else holds an argument. Detection compares digests, counts and
+the (already redacted) error lines, so a stored state judges as the live one does; the one
+difference is a goal or earlier message whose secret is now ``[REDACTED]``.
+
 The bytes are one format byte (the version, now 2) and then nested tuples of plain values
 written with ``marshal`` format 4 (strings, ints, floats, bools, None, bytes: no code,
 nothing executable; five times faster than JSON here, and read by every Python 3 since 3.4)::
@@ -40,6 +47,8 @@ from typing import Any
 from antiloop.errors import StoreError
 from antiloop.history import MessageRecord, SessionState, StepRecord, StreamState
 from antiloop.readings import Readings, SameResult
+from antiloop.redact import redact_text
+from antiloop.semantic import mask_digits
 from antiloop.verdict import Action, Verdict
 
 __all__ = ["VERSION", "StateCache", "decode_state", "encode_state"]
@@ -81,14 +90,18 @@ def _vec_in(data: tuple[str, bytes] | None) -> array[Any] | None:
     return vec
 
 
+def _text_out(text: str | None) -> str | None:
+    return None if text is None else redact_text(text)
+
+
 def _verdict_out(v: Verdict) -> tuple[Any, ...]:
     return (
         int(v.action),
         v.detector,
         v.outcome,
-        v.fingerprint,
-        v.reason,
-        v.hint,
+        _text_out(v.fingerprint),
+        _text_out(v.reason),
+        _text_out(v.hint),
         tuple(v.evidence),
         v.escalate_to,
     )
@@ -115,20 +128,20 @@ def _step_out(r: StepRecord) -> bytes:
         r.tool,
         r.operation,
         r.procedure,
-        r.context,
+        redact_text(r.context),
         (
             g.exact,
             g.exit_code,
             g.scrubbed,
-            g.head,
+            redact_text(g.head),
             g.matches,
             g.match_count,
             g.count_only,
-            g.error_line,
+            _text_out(g.error_line),
             g.failing,
             tuple(tuple(f) for f in g.files),
         ),
-        tuple(None if s is None else (s.label, s.digest) for s in r.same_as),
+        tuple(None if s is None else (redact_text(s.label), s.digest) for s in r.same_as),
     )
     return marshal.dumps(data, _MARSHAL)
 
@@ -178,18 +191,26 @@ def _step_in(data: tuple[Any, ...] | bytes) -> StepRecord:
     return StepRecord(d[0], d[1], d[2], d[3], d[4], _readings_in(d[5]), same)
 
 
+def _message_out(m: MessageRecord) -> tuple[Any, ...]:
+    text = redact_text(m.text)
+    # Masking digits first can hide a secret's shape (AKIA...16 -> AKIA0...), so a text that
+    # held one is masked again from its redacted form, as the guard masks it.
+    masked = redact_text(m.masked) if text == m.text else mask_digits(text)
+    return (m.index, text, masked, m.blank, _vec_out(m.vector))
+
+
 def _stream_out(s: StreamState) -> tuple[Any, ...]:
     return (
         len(s.window),
         _window_out(s),
         len(s.messages),
-        tuple([(m.index, m.text, m.masked, m.blank, _vec_out(m.vector)) for m in s.messages]),
+        tuple([_message_out(m) for m in s.messages]),
         s.run,
         s.fail_tool,
         s.fails,
         tuple(s.fail_steps),
         s.blanks,
-        tuple(s.stopped.items()),
+        tuple([(k, redact_text(fp)) for k, fp in s.stopped.items()]),
         s.fail_errors,
         None if s.chains is None else tuple(s.chains.items()),
     )
@@ -251,7 +272,7 @@ def encode_state(state: SessionState) -> bytes:
         raise StoreError(f"cannot store a session ended by {type(ended).__name__}, not a Verdict")
     data = (
         state.steps,
-        state.goal,
+        _text_out(state.goal),
         _vec_out(state.goal_vector),
         tuple([(agent, _stream_bytes(s)) for agent, s in state.streams.items()]),
         None if ended is None else _verdict_out(ended),

@@ -7,6 +7,7 @@ changes made before the raise (audit events appended in it are dropped, as elsew
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -72,6 +73,7 @@ class MemoryStore(AuditReading):
         self.clock = clock
         self._rows: list[AuditRow] = []
         self._head: tuple[int, str] | None = None
+        self._base: tuple[int, str] | None = None  # the last record a prune removed
         self._approvals: dict[str, str] = {}
         self._cache: dict[str, tuple[float, str]] = {}
         self._feedback: dict[str, list[str]] = {}
@@ -154,7 +156,24 @@ class MemoryStore(AuditReading):
 
         with self._lock:
             rows = sorted(self._rows, key=lambda r: r.seq)
-            return verify_chain(rows, self._head)
+            return verify_chain(rows, self._head, self._base)
+
+    def prune_audit(self, before: float, now: float | None = None) -> int:
+        """Remove the records older than ``before`` from the start of the chain (see SQLite)."""
+        from antiloop.stores.auditlog import prune_event
+
+        with self._lock:
+            rows = sorted(self._rows, key=lambda r: r.seq)
+            times = [json.loads(r.body)["at"] for r in rows]
+            keep = next((i for i, at in enumerate(times) if at >= before), len(rows))
+            if keep == 0:
+                return 0
+            last = rows[keep - 1]
+            self._rows = rows[keep:]
+            self._base = (last.seq, last.hash)
+            at = self.clock() if now is None else now
+            self._append(prune_event(last.seq, last.hash, keep, before, at))
+            return keep
 
     # -- approvals ------------------------------------------------------------------------
 

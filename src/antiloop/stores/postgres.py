@@ -9,16 +9,24 @@ stays whole with many writers. Deciding an approval locks its row too.
 The connection is opened on first use and opened again after it breaks, so a guard started
 while the server is down, or that lost it, works again once the server is back.
 
-URL options: ``schema``, ``audit_cap`` (bytes); the rest goes to libpq (``connect_timeout``…).
+Every call has a deadline, ``timeout`` (default 5 s): the server cancels a statement past it
+(``statement_timeout``), and a watchdog shuts the connection's socket when the server does not
+answer at all (stopped, hung, a network that drops packets), so a step then follows
+``on_store_error`` instead of waiting; the next call opens a new connection.
+
+URL options: ``schema``, ``audit_cap`` (bytes), ``timeout`` (seconds; also the connect timeout
+unless ``connect_timeout`` is given); the rest goes to libpq.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +68,102 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 SCHEMA_VERSION = max(MIGRATIONS)
 """The schema version this antiloop writes."""
 
+DEFAULT_TIMEOUT = 5.0
+"""Seconds a PostgreSQL call may take before the step follows on_store_error."""
+
+
+class _Watchdog:
+    """Shuts a connection's socket when a call on it outlives its deadline.
+
+    One thread per store, started on first use and ended by ``stop``; arming and disarming
+    take a lock and, only when the thread is idle, a notify. A shut socket makes the blocked
+    call fail at once.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.fired = 0
+        self.shut: Any = None  # the last connection shut: never used again
+        self._cond = threading.Condition(threading.Lock())
+        self._deadline: float | None = None
+        self._conn: Any = None
+        self._idle = 0  # threads waiting with no deadline
+        self._thread: threading.Thread | None = None
+        self._generation = 0  # a thread of an older generation ends
+
+    @contextlib.contextmanager
+    def watch(self, conn: Any) -> Iterator[None]:
+        """Give the calls in this block ``timeout`` seconds on ``conn``."""
+        with self._cond:
+            self._deadline = time.monotonic() + self.timeout
+            self._conn = conn
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run,
+                    args=(self._generation,),
+                    name="antiloop-pg-watchdog",
+                    daemon=True,
+                )
+                self._thread.start()
+            elif self._idle:
+                self._cond.notify_all()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._deadline = None
+                self._conn = None
+
+    def stop(self) -> None:
+        """End the thread (a later ``watch`` starts another)."""
+        with self._cond:
+            self._generation += 1
+            self._thread = None
+            self._cond.notify_all()
+
+    def _run(self, generation: int) -> None:
+        with self._cond:
+            while generation == self._generation:
+                deadline = self._deadline
+                if deadline is None:
+                    self._idle += 1
+                    self._cond.wait()
+                    self._idle -= 1
+                    continue
+                left = deadline - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                conn, self._deadline, self._conn = self._conn, None, None
+                self.fired += 1
+                self.shut = conn
+                _shut(conn)
+
+
+def _shut(conn: Any) -> None:
+    """Shut a connection's socket both ways (its blocked reader sees the end at once)."""
+    with contextlib.suppress(Exception):
+        fd = conn.pgconn.socket
+        sock = socket.socket(fileno=os.dup(fd))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()
+
+
+def parse_head(text: str) -> tuple[int, str] | None:
+    """``(seq, hash)`` of a stored audit head ``"seq hash"``, or None when it is damaged."""
+    seq, _, digest = text.partition(" ")
+    if not (seq.isascii() and seq.isdigit()) or len(digest) != 64:
+        return None
+    return int(seq), digest
+
+
+def _log() -> Any:
+    import logging
+
+    return logging.getLogger("antiloop")
+
 
 class _Transaction:
     __slots__ = ("_session", "_state", "_store", "_tx")
@@ -77,12 +181,13 @@ class _Transaction:
             conn = store._connect()
             sql = store._sql
             try:
-                self._tx = conn.transaction()
-                self._tx.__enter__()
-                row = conn.execute(sql["lock"], (self._session,)).fetchone()
-                if row is None:
-                    conn.execute(sql["new"], (self._session, store.clock()))
+                with store._watchdog.watch(conn):
+                    self._tx = conn.transaction()
+                    self._tx.__enter__()
                     row = conn.execute(sql["lock"], (self._session,)).fetchone()
+                    if row is None:
+                        conn.execute(sql["new"], (self._session, store.clock()))
+                        row = conn.execute(sql["lock"], (self._session,)).fetchone()
                 data = bytes(row[0]) if row is not None and row[0] else None
                 state = store._states.load(self._session, data)
             except BaseException as exc:
@@ -127,9 +232,10 @@ class _Transaction:
             try:
                 data = encode_state(self._state)
                 assert conn is not None  # noqa: S101
-                conn.execute(store._sql["save"], (data, store.clock(), self._session))
-                tx, self._tx = self._tx, None
-                tx.__exit__(None, None, None)
+                with store._watchdog.watch(conn):
+                    conn.execute(store._sql["save"], (data, store.clock(), self._session))
+                    tx, self._tx = self._tx, None
+                    tx.__exit__(None, None, None)
             except BaseException as err:
                 if self._tx is not None:
                     self._abort(err)
@@ -151,7 +257,9 @@ class PostgresStore(SQLAuditReading):
         conninfo: a libpq connection string or URL (without antiloop's own options).
         schema: the schema holding antiloop's tables (created when missing).
         audit_cap: bytes of UTF-8 kept of each audit record's args, output and error.
-        connect_timeout: seconds to wait for the server.
+        timeout: seconds a call may take (server-side statement timeout, and a watchdog that
+            shuts the connection when the server does not answer).
+        connect_timeout: seconds to wait for a connection (default: ``timeout``).
         clock: seconds since the epoch, for times and cache expiry.
     """
 
@@ -161,7 +269,8 @@ class PostgresStore(SQLAuditReading):
         *,
         schema: str = "antiloop",
         audit_cap: int = 4096,
-        connect_timeout: float = 5.0,
+        timeout: float = DEFAULT_TIMEOUT,
+        connect_timeout: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         try:
@@ -174,7 +283,12 @@ class PostgresStore(SQLAuditReading):
         self.conninfo = conninfo
         self.schema = schema
         self.audit_cap = audit_cap
-        self.connect_timeout = connect_timeout
+        if not timeout > 0:
+            raise ConfigError(f"timeout={timeout!r}: use a number of seconds above 0")
+        self.timeout = timeout
+        self.connect_timeout = timeout if connect_timeout is None else connect_timeout
+        self._watchdog = _Watchdog(timeout)
+        self._timed_out = False  # the connection dropped last was shut by the watchdog
         self.clock = clock
         self._conn: Any = None
         self._lock = threading.RLock()
@@ -197,7 +311,10 @@ class PostgresStore(SQLAuditReading):
     @classmethod
     def from_url(cls, url: str, **options: Any) -> PostgresStore:
         """``postgresql://user[:password]@host:port/db?schema=antiloop``."""
-        base, opts = split_options(url, {"schema": str, "audit_cap": int, "connect_timeout": float})
+        base, opts = split_options(
+            url,
+            {"schema": str, "audit_cap": int, "timeout": float, "connect_timeout": float},
+        )
         if base.startswith("postgres://"):
             base = "postgresql://" + base[len("postgres://") :]
         return cls(base.rstrip("?"), **{**opts, **options})
@@ -216,14 +333,17 @@ class PostgresStore(SQLAuditReading):
 
     def _failed(self, what: str, exc: BaseException) -> StoreError:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if self._timed_out:
+            text = f"no answer within timeout={self.timeout:g} s ({text})"
         return StoreError(f"could not {what} in {self.url}: {text}")
 
     def _broken(self, exc: BaseException) -> None:
         """Drop a connection that broke, so the next call opens a new one."""
         conn = self._conn
+        shut = self._timed_out = conn is not None and conn is self._watchdog.shut
         if conn is None:
             return
-        if conn.closed or conn.broken or isinstance(exc, self._psycopg.OperationalError):
+        if shut or conn.closed or conn.broken or isinstance(exc, self._psycopg.OperationalError):
             with contextlib.suppress(Exception):  # it is broken already
                 conn.close()
             self._conn = None
@@ -231,19 +351,25 @@ class PostgresStore(SQLAuditReading):
     def _connect(self) -> Any:
         conn = self._conn
         if conn is not None and not conn.closed:
-            return conn
+            if conn is not self._watchdog.shut:
+                return conn
+            with contextlib.suppress(Exception):  # shut by the watchdog: never used again
+                conn.close()
+            self._conn = None
         psycopg = self._psycopg
+        ms = max(int(self.timeout * 1000), 1)
         try:
             conn = psycopg.connect(
                 self.conninfo,
                 autocommit=True,
-                connect_timeout=max(int(self.connect_timeout), 1),
-                options=f"-c search_path={self.schema}",
+                connect_timeout=max(round(self.connect_timeout), 1),
+                options=f"-c search_path={self.schema} -c statement_timeout={ms}",
             )
         except psycopg.Error as exc:
             raise self._failed("connect", exc) from exc
         try:
-            self._migrate(conn)
+            with self._watchdog.watch(conn):
+                self._migrate(conn)
         except psycopg.Error as exc:
             conn.close()
             raise self._failed("prepare the schema", exc) from exc
@@ -292,10 +418,11 @@ class PostgresStore(SQLAuditReading):
         with self._lock:
             conn = self._connect()
             try:
-                if self._in_tx or not write:
-                    return fn(conn)
-                with conn.transaction():
-                    return fn(conn)
+                with self._watchdog.watch(conn):
+                    if self._in_tx or not write:
+                        return fn(conn)
+                    with conn.transaction():
+                        return fn(conn)
             except self._psycopg.Error as exc:
                 self._broken(exc)
                 raise self._failed(what, exc) from exc
@@ -339,9 +466,22 @@ class PostgresStore(SQLAuditReading):
         )
         return [r[0] for r in rows]
 
+    def sessions_page(self, offset: int, limit: int) -> list[str]:
+        """``limit`` session ids from ``offset`` on, most recently updated first."""
+        rows = self._do(
+            "list sessions",
+            lambda c: c.execute(
+                "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
+                " LIMIT %s OFFSET %s",
+                (limit, offset),
+            ).fetchall(),
+        )
+        return [r[0] for r in rows]
+
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""
         with self._lock:
+            self._watchdog.stop()
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -356,11 +496,19 @@ class PostgresStore(SQLAuditReading):
 
         def append(c: Any) -> None:
             head = c.execute(sql["head"]).fetchone()[0]
-            if head:
-                text, _, prev = head.partition(" ")
-                seq = int(text)
-            else:
-                seq, prev = 0, GENESIS
+            parsed = parse_head(head) if head else None
+            if parsed is None:  # none yet, or damaged: chain on the log's last record
+                last = c.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
+                found = last.fetchone()
+                parsed = (int(found[0]), str(found[1])) if found else (0, GENESIS)
+                if head:
+                    _log().error(
+                        "antiloop: the audit head of %s is damaged (%r); chaining on record %d",
+                        self.url,
+                        head[:80],
+                        parsed[0],
+                    )
+            seq, prev = parsed
             row = build_record(event, seq + 1, prev, self.audit_cap)
             c.execute(
                 sql["audit"], (row.seq, event.session, event.kind, event.at, row.body, row.hash)
@@ -387,7 +535,7 @@ class PostgresStore(SQLAuditReading):
 
     def verify_audit(self) -> list[Problem]:
         """Check the chain and the head."""
-        from antiloop.stores.auditlog import verify_chain
+        from antiloop.stores.auditlog import Problem, verify_chain
 
         with self._lock:
             rows = self._rows(None, 0)
@@ -397,8 +545,10 @@ class PostgresStore(SQLAuditReading):
             )
         head = None
         if found is not None and found[0]:
-            text, _, digest = found[0].partition(" ")
-            head = (int(text), digest)
+            head = parse_head(found[0])
+            if head is None:
+                damaged = Problem(0, "head", f"the audit head is damaged: {found[0][:80]!r}")
+                return [damaged, *verify_chain(rows, None)]
         elif found is not None and rows:
             head = (0, "")
         return verify_chain(rows, head)

@@ -39,7 +39,8 @@ script and appends the records in another, in one pipeline (each atomic, the pai
 judges through ``transaction()``. Deciding an approval is a WATCH/MULTI retry loop.
 
 URL options (taken out of the URL before it reaches redis-py): ``prefix``, ``ttl`` (seconds),
-``lock_ttl`` (seconds), ``audit_cap`` (bytes), ``timeout`` (socket timeout, seconds).
+``lock_ttl`` (seconds), ``audit_cap`` (bytes), ``timeout`` (socket and connect timeout,
+seconds, default 2: a hung server costs a step at most that, then ``on_store_error`` applies).
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ if TYPE_CHECKING:
 __all__ = ["RedisStore"]
 
 V = TypeVar("V")
+
+DEFAULT_TIMEOUT = 2.0
+"""Seconds a Redis call may take (socket, connect) before the step follows on_store_error."""
 
 # KEYS: lock, state. ARGV: token, lock ms. -> {1, state or nil} or {0, lock pttl}
 _ENTER = """
@@ -128,6 +132,20 @@ for i = 3, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
 redis.call('SET', KEYS[2], ARGV[2])
 return {1, ARGV[2]}
 """
+
+
+def parse_head(text: str) -> tuple[int, str] | None:
+    """``(seq, hash)`` of a stored audit head ``"seq hash"``, or None when it is damaged."""
+    seq, _, digest = text.partition(" ")
+    if not (seq.isascii() and seq.isdigit()) or len(digest) != 64:
+        return None
+    return int(seq), digest
+
+
+def _log() -> Any:
+    import logging
+
+    return logging.getLogger("antiloop")
 
 
 class _Transaction:
@@ -251,12 +269,14 @@ class RedisStore(AuditReading):
             url,
             {"prefix": str, "ttl": float, "lock_ttl": float, "audit_cap": int, "timeout": float},
         )
-        timeout = opts.pop("timeout", 5.0)
+        timeout = opts.pop("timeout", DEFAULT_TIMEOUT)
+        # One retry on a broken connection (a restarted server), none on a timeout: a hung
+        # server costs a step one timeout, not two. A resent commit is judged once (step ids).
         client = redis.Redis.from_url(
             base,
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 1),
+            retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
             health_check_interval=0,
         )
         return cls(client, url=base, **{**opts, **options})
@@ -504,10 +524,23 @@ class RedisStore(AuditReading):
         return self._head
 
     def _chain(self, head: str, events: list[AuditEvent]) -> list[str]:
-        """The new head and the stored rows of ``events`` appended after ``head``."""
-        from antiloop.stores.auditlog import GENESIS, build_record
+        """The new head and the stored rows of ``events`` appended after ``head``.
 
-        seq, prev = (int(head.split(" ")[0]), head.split(" ")[1]) if head else (0, GENESIS)
+        A missing or damaged head (not ``seq hash``) is no reason to stop recording: the
+        records are chained on the log's last record instead, and the commit replaces it.
+        """
+        from antiloop.stores.auditlog import build_record
+
+        parsed = parse_head(head) if head else self._tail()
+        if parsed is None:
+            parsed = self._tail()
+            _log().error(
+                "antiloop: the audit head of %s is damaged (%r); chaining on record %d",
+                self._url,
+                head[:80],
+                parsed[0],
+            )
+        seq, prev = parsed
         rows = []
         for event in events:
             seq += 1
@@ -515,6 +548,22 @@ class RedisStore(AuditReading):
             rows.append(row.hash + row.body)
             prev = row.hash
         return [f"{seq} {prev}", *rows]
+
+    def _tail(self) -> tuple[int, str]:
+        """The last record's seq and hash, read from the log itself (GENESIS when empty)."""
+        import json
+
+        from antiloop.stores.auditlog import GENESIS
+
+        raw = self._run("read the audit log", lambda c: c.lindex(self._log, -1))
+        if not raw:
+            return 0, GENESIS
+        text = raw.decode("utf-8", "surrogateescape")
+        try:
+            seq = int(json.loads(text[64:]).get("seq", 0))
+        except (ValueError, AttributeError, TypeError):
+            seq = self._run("read the audit log", lambda c: c.llen(self._log))
+        return seq, text[:64]
 
     def _appended(self, result: Any, events: list[AuditEvent]) -> None:
         """Retry the append until it lands on the current head."""
@@ -555,6 +604,16 @@ class RedisStore(AuditReading):
             return found
 
         return [s.decode() for s in self._run("list sessions", list_them)]
+
+    def sessions_page(self, offset: int, limit: int) -> list[str]:
+        """``limit`` session ids from ``offset`` on, most recently updated first."""
+
+        def page(c: Any) -> list[bytes]:
+            c.zremrangebyscore(self._index, "-inf", self.clock() - self.ttl)
+            found: list[bytes] = c.zrevrange(self._index, offset, offset + limit - 1)
+            return found
+
+        return [s.decode() for s in self._run("list sessions", page)]
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -610,14 +669,15 @@ class RedisStore(AuditReading):
 
     def verify_audit(self) -> list[Problem]:
         """Check the chain (in list order) and the head."""
-        from antiloop.stores.auditlog import verify_chain
+        from antiloop.stores.auditlog import Problem, verify_chain
 
         rows = self._audit_rows()
         raw = self._run("read the audit head", lambda c: c.get(self._head_key))
-        head = None
-        if raw:
-            seq, _, digest = raw.decode().partition(" ")
-            head = (int(seq), digest)
+        text = raw.decode("utf-8", "replace") if raw else ""
+        head = parse_head(text) if text else None
+        if text and head is None:
+            damaged = Problem(0, "head", f"the audit head is damaged: {text[:80]!r}")
+            return [damaged, *verify_chain(rows, None)]
         return verify_chain(rows, head)
 
     # -- approvals ------------------------------------------------------------------------

@@ -4,15 +4,25 @@ One file holds session states, the audit log, approvals, the cache and intervent
 database runs in WAL mode with a busy timeout, so many hook processes (one per tool call) can
 share it; ``transaction()`` starts with ``BEGIN IMMEDIATE``, so two processes judging steps of
 one session take turns. ``PRAGMA application_id`` marks the file as antiloop's and
-``PRAGMA user_version`` holds the schema version, upgraded by the migrations below. A store
-object remembers the state and the audit head it wrote last; in its next transaction
+``PRAGMA user_version`` holds the schema version, upgraded by the migrations below. A connection
+remembers the state and the audit head it wrote last; in its next transaction
 ``PRAGMA data_version``, which only other connections' commits change, says whether they are
 still what the file holds, so a process that keeps judging its own sessions reads neither.
 
 A file that is not an SQLite database, or is another program's, is a ``StoreError`` and is
-never touched; a missing directory is created; a read-only location is a ``StoreError``
-saying so. ``synchronous=NORMAL`` (the default) keeps every committed step across a process
-crash; ``?synchronous=full`` also across a power cut, at the price of an fsync per step.
+never touched; a missing directory is created (0700) and a new database file made 0600 (its
+``-wal`` and ``-shm`` take its mode), whatever the umask; a read-only location is a
+``StoreError`` saying so.
+
+The file is never opened outside SQLite (its header is read by SQLite): closing any
+descriptor of a file drops every POSIX lock the process holds on it, those of its SQLite
+connections too, and another process then takes itself for the last one and deletes the WAL
+under them ("How To Corrupt An SQLite Database File", section 2.2). The stores of one process
+on one file share one connection (``_sqlite_link``), so the threads of the hook daemon take
+turns on its lock instead of on SQLite's busy handler.
+
+``synchronous=NORMAL`` (the default) keeps every committed step across a process crash;
+``?synchronous=full`` also across a power cut, at the price of an fsync per step.
 
 URL options: ``timeout`` (busy timeout, seconds), ``audit_cap`` (bytes), ``synchronous``.
 """
@@ -22,17 +32,18 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from antiloop._files import PRIVATE_FILE, make_private_dirs
 from antiloop.errors import ConfigError, StoreError
 from antiloop.history import SessionState
 from antiloop.stores._common import SQLAuditReading
-from antiloop.stores.codec import StateCache, decode_state, encode_state
+from antiloop.stores._sqlite_link import Link, attach, detach
+from antiloop.stores.codec import decode_state, encode_state
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
@@ -43,8 +54,6 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
 
 APPLICATION_ID = 0x414E4C50  # "ANLP"
 """``PRAGMA application_id`` of an antiloop database."""
-
-_HEADER = b"SQLite format 3\x00"
 
 #: schema version -> the statements that bring the previous version to it
 MIGRATIONS: dict[int, tuple[str, ...]] = {
@@ -72,16 +81,21 @@ _PUT_STATE = (
 )
 _SET_STATE = "UPDATE sessions SET state = ?, updated = ? WHERE id = ?"
 _GET_HEAD = "SELECT value FROM meta WHERE key = 'audit_head'"
+_GET_BASE = "SELECT value FROM meta WHERE key = 'audit_base'"
+_SET_BASE = "UPDATE meta SET value = ? WHERE key = 'audit_base'"
+_NEW_BASE = "INSERT INTO meta (key, value) VALUES ('audit_base', ?)"
 _SET_HEAD = "UPDATE meta SET value = ? WHERE key = 'audit_head'"
 _NEW_HEAD = "INSERT INTO meta (key, value) VALUES ('audit_head', ?)"
 _DATA_VERSION = "PRAGMA data_version"
+_SMALLEST_DATABASE = 512
+"""Bytes of the smallest SQLite database file (one page); an empty file is a new database."""
 _TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_PROTOCOL")
 """Lock errors worth another try (``sqlite3.Error.sqlite_errorname`` prefixes)."""
 _PUT_AUDIT = "INSERT INTO audit (seq, session, kind, at, body, hash) VALUES (?, ?, ?, ?, ?, ?)"
 
 
 class _Transaction:
-    __slots__ = ("_saved", "_session", "_state", "_store")
+    __slots__ = ("_link", "_saved", "_session", "_state", "_store")
 
     def __init__(self, store: SQLiteStore, session: str) -> None:
         self._store = store
@@ -91,24 +105,29 @@ class _Transaction:
 
     def __enter__(self) -> SessionState:
         store = self._store
-        store._lock.acquire()
+        link = store._hold()
         try:
+            if link.in_tx:  # this thread's, through another store: do not roll it back
+                raise StoreError(
+                    f"could not lock the database in {store.path}: this thread already has a "
+                    "transaction open on it"
+                )
             try:
-                db = store._begin()
+                db = store._begin(link)
             except sqlite3.Error as exc:
                 raise store._failed("could not lock the database", exc) from exc
-            cur = store._cursor
+            cur = link.cursor
             try:
                 # Only other connections' commits change the data version: unchanged since
-                # this store's last transaction, the state it saved then is the one stored.
+                # this connection's last transaction, the state saved then is the one stored.
                 version = cur.execute(_DATA_VERSION).fetchone()[0]
-                if version != store._version:
-                    store._version = version
-                    store._head = None
-                state = store._states.take(self._session, version)
+                if version != link.version:
+                    link.version = version
+                    link.head = None
+                state = link.states.take(self._session, version)
                 if state is None:
                     row = cur.execute(_GET_STATE, (self._session,)).fetchone()
-                    state = store._states.load(self._session, None if row is None else row[0])
+                    state = link.states.load(self._session, None if row is None else row[0])
                     self._saved = row is not None
                 else:
                     self._saved = True
@@ -118,9 +137,10 @@ class _Transaction:
                     raise store._failed("could not read a session", exc) from exc
                 raise
         except BaseException:
-            store._lock.release()
+            link.lock.release()
             raise
-        store._in_tx = True
+        link.in_tx = True
+        self._link = link
         self._state = state
         return state
 
@@ -131,21 +151,22 @@ class _Transaction:
         tb: TracebackType | None,
     ) -> None:
         store = self._store
-        db = store._db
+        link = self._link
+        db = link.db
         assert db is not None  # noqa: S101 - __enter__ connected
         try:
             if kind is None:
                 assert self._state is not None  # noqa: S101
                 try:
                     data = encode_state(self._state)
-                    cur = store._cursor
+                    cur = link.cursor
                     if self._saved:
                         cur.execute(_SET_STATE, (data, store.clock(), self._session))
                     else:
                         cur.execute(_PUT_STATE, (self._session, data, store.clock()))
                     cur.execute("COMMIT")
-                    store._head_pending = False
-                    store._states.saved(self._session, data, self._state, store._version)
+                    link.head_pending = False
+                    link.states.saved(self._session, data, self._state, link.version)
                 except sqlite3.Error as err:
                     _rollback(db)
                     raise store._failed("could not save a session", err) from err
@@ -156,12 +177,12 @@ class _Transaction:
                 _rollback(db)
         finally:
             if db.in_transaction or kind is not None:
-                store._states.drop(self._session)
-            if store._head_pending:
-                store._head = None  # not committed: the head it moved to was not written
-                store._head_pending = False
-            store._in_tx = False
-            store._lock.release()
+                link.states.drop(self._session)
+            if link.head_pending:
+                link.head = None  # not committed: the head it moved to was not written
+                link.head_pending = False
+            link.in_tx = False
+            link.lock.release()
 
 
 def _rollback(db: sqlite3.Connection) -> None:
@@ -177,6 +198,14 @@ def _parse_path(url: str) -> str:
     if not rest or rest == "/":
         raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/antiloop.db")
     return str(Path(rest).expanduser())
+
+
+def _pair(found: list[Any]) -> tuple[int, str] | None:
+    """A ``"seq hash"`` meta value as a pair, or None when there is none."""
+    if not found:
+        return None
+    text, _, digest = found[0][0].partition(" ")
+    return (int(text), digest)
 
 
 class SQLiteStore(SQLAuditReading):
@@ -214,17 +243,8 @@ class SQLiteStore(SQLAuditReading):
             raise ConfigError(f"synchronous={synchronous!r}: use normal or full")
         self.synchronous = synchronous.upper()
         self.clock = clock
-        self._db: sqlite3.Connection | None = None
-        self._cursor: Any = None
-        self._lock = threading.RLock()
-        self._in_tx = False
+        self._link: Link | None = None  # this process's connection to the file, once used
         self._puts = 0
-        self._states = StateCache()
-        # The data version read in the last transaction, and the audit head as this store
-        # wrote it at that version (None: read it). _head_pending: appended, not committed.
-        self._version: int | None = None
-        self._head: tuple[int, str] | None = None
-        self._head_pending = False
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -236,6 +256,12 @@ class SQLiteStore(SQLAuditReading):
 
         base, opts = split_options(url, {"timeout": float, "audit_cap": int, "synchronous": str})
         return cls(_parse_path(base.split("?", 1)[0]), **{**opts, **options})
+
+    @staticmethod
+    def path_of(url: str) -> Path | None:
+        """The file a ``sqlite:`` URL names (``:memory:`` and the like: None)."""
+        path = _parse_path(url.split("?", 1)[0])
+        return None if str(path).startswith(":") else Path(path)
 
     @property
     def url(self) -> str:
@@ -254,12 +280,65 @@ class SQLiteStore(SQLAuditReading):
             )
         return StoreError(f"{what} in {self.path}: {text}")
 
-    def _connect(self) -> sqlite3.Connection:
-        db = self._db
-        if db is not None:
-            return db
+    def _hold(self) -> Link:
+        """This store's link, locked (within ``timeout``) and connected; release its lock after."""
+        link = self._link
+        if link is None or link.pid != os.getpid():  # none yet, or the parent's (forked)
+            link = self._link = attach(str(self.path), self.synchronous)
+        if not link.lock.acquire(timeout=max(self.timeout, 0.001)):
+            raise StoreError(
+                f"could not lock the database in {self.path}: another thread of this process "
+                f"held it for more than {self.timeout:g} s"
+            )
+        try:
+            self._connect(link)
+        except BaseException:
+            link.lock.release()
+            raise
+        return link
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[Link]:
+        link = self._hold()
+        try:
+            yield link
+        finally:
+            link.lock.release()
+
+    def _connect(self, link: Link) -> sqlite3.Connection:
+        """The link's connection, opened (and the file checked and prepared) if it has none."""
+        db = link.db
+        if db is None:
+            db = self._open()
+            link.db, link.cursor = db, db.cursor()  # one cursor for the statements of every step
+            link.forget()
+        wanted = int(self.timeout * 1000)
+        if link.busy_ms != wanted:  # stores sharing the connection may wait for different times
+            db.execute(f"PRAGMA busy_timeout = {wanted}")
+            link.busy_ms = wanted
+        return db
+
+    def _open(self) -> sqlite3.Connection:
         path = self.path
-        self._check_file(path)
+        try:
+            make_private_dirs(path.parent)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the directory {path.parent} for the store: {exc.strerror or exc}"
+            ) from exc
+        # The file is not opened here to look at it: SQLite reads its header (see _sqlite_link).
+        try:
+            size: int | None = path.stat().st_size
+        except FileNotFoundError:
+            size = None
+        except OSError as exc:
+            raise StoreError(f"cannot read the store {path}: {exc.strerror or exc}") from exc
+        if size is not None and 0 < size < _SMALLEST_DATABASE:  # SQLite would take it for empty
+            raise StoreError(
+                f"{path} is not an SQLite database ({size} bytes); antiloop leaves it as it is: "
+                "move it away, or point ANTILOOP_STORE elsewhere"
+            )
+        new = size is None
         try:
             db = sqlite3.connect(
                 path,
@@ -271,7 +350,9 @@ class SQLiteStore(SQLAuditReading):
         except sqlite3.Error as exc:
             raise self._failed("could not open the store", exc) from exc
         try:
-            db.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            if new:  # SQLite made it with the umask's mode; its -wal and -shm will copy this one
+                with contextlib.suppress(FileNotFoundError):
+                    path.chmod(PRIVATE_FILE)
             self._prepare(db)
         except sqlite3.DatabaseError as exc:
             db.close()
@@ -284,29 +365,7 @@ class SQLiteStore(SQLAuditReading):
         except BaseException:
             db.close()
             raise
-        self._db = db
-        self._cursor = db.cursor()  # one cursor for the statements of every step
         return db
-
-    def _check_file(self, path: Path) -> None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create the directory {path.parent} for the store: {exc.strerror or exc}"
-            ) from exc
-        try:
-            with path.open("rb") as f:
-                head = f.read(len(_HEADER))
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise StoreError(f"cannot read the store {path}: {exc.strerror or exc}") from exc
-        if head and head != _HEADER:
-            raise StoreError(
-                f"{path} is not an SQLite database; antiloop leaves it as it is: move it away, "
-                "or point ANTILOOP_STORE elsewhere"
-            )
 
     def _prepare(self, db: sqlite3.Connection) -> None:
         # Read-only checks first: a foreign or newer file must not even be switched to WAL.
@@ -370,8 +429,8 @@ class SQLiteStore(SQLAuditReading):
         """Lock the database (``BEGIN IMMEDIATE``), yield the state, save it on a clean exit."""
         return _Transaction(self, session)
 
-    def _begin(self) -> sqlite3.Connection:
-        """Connect and ``BEGIN IMMEDIATE``, retried on transient lock errors until ``timeout``.
+    def _begin(self, link: Link) -> sqlite3.Connection:
+        """``BEGIN IMMEDIATE`` on the held link, retried on transient lock errors until ``timeout``.
 
         SQLite's busy handler covers the usual wait for another writer, but some lock errors
         skip it (a stale WAL snapshot, a WAL index being rebuilt, too many retries under heavy
@@ -382,14 +441,14 @@ class SQLiteStore(SQLAuditReading):
         """
         deadline = time.monotonic() + self.timeout
         while True:
-            db = self._connect()
+            db = self._connect(link)
             if db.in_transaction:
                 _rollback(db)
                 if db.in_transaction:
-                    self._reconnect()
+                    link.disconnect()
                     continue
             try:
-                self._cursor.execute("BEGIN IMMEDIATE")
+                link.cursor.execute("BEGIN IMMEDIATE")
                 return db
             except sqlite3.OperationalError as exc:
                 name = getattr(exc, "sqlite_errorname", "")
@@ -397,35 +456,23 @@ class SQLiteStore(SQLAuditReading):
                     raise
                 time.sleep(0.002)
 
-    def _reconnect(self) -> None:
-        """Drop a connection stuck in a transaction; the next ``_connect`` opens a new one."""
-        db = self._db
-        self._db = None
-        self._version = None
-        self._head = None
-        self._states = StateCache()
-        if db is not None:
-            with contextlib.suppress(sqlite3.Error):
-                db.close()
-
     def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        with self._lock:
+        with self._held() as link:
             try:
-                return self._connect().execute(sql, args).fetchall()
+                return self._connect(link).execute(sql, args).fetchall()
             except sqlite3.Error as exc:
                 raise self._failed("could not read", exc) from exc
 
     def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         """Run ``fn`` in its own write transaction (or in the open one)."""
-        with self._lock:
-            if self._in_tx:
-                db = self._connect()
+        with self._held() as link:
+            if link.in_tx:
                 try:
-                    return fn(db)
+                    return fn(self._connect(link))
                 except sqlite3.Error as exc:
                     raise self._failed("could not write", exc) from exc
             try:
-                db = self._begin()
+                db = self._begin(link)
             except sqlite3.Error as exc:
                 raise self._failed("could not write", exc) from exc
             try:
@@ -453,24 +500,21 @@ class SQLiteStore(SQLAuditReading):
             db.execute("DELETE FROM stops WHERE session = ?", (session,))
 
         self._write(drop)
-        with self._lock:
-            self._states.drop(session)
+        with self._held() as link:
+            link.states.drop(session)
 
     def sessions(self) -> list[str]:
         """Session ids, most recently updated first."""
         return [r[0] for r in self._read("SELECT id FROM sessions ORDER BY updated DESC, id")]
 
     def close(self) -> None:
-        """Close the connection (a later call opens it again)."""
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-            # Data versions are a connection's own numbers: the next one starts afresh, so
-            # nothing saved at this one's may be taken unread.
-            self._version = None
-            self._head = None
-            self._states = StateCache()
+        """Let go of the connection (closed when no other store of this process uses it).
+
+        A later call opens it again.
+        """
+        link, self._link = self._link, None
+        if link is not None:
+            detach(link, self.timeout)
 
     # -- audit ----------------------------------------------------------------------------
 
@@ -486,8 +530,10 @@ class SQLiteStore(SQLAuditReading):
         """
         from antiloop.stores.auditlog import GENESIS, build_record
 
-        cur = self._cursor if self._in_tx else db
-        head = self._head if self._in_tx else None
+        link = self._link
+        assert link is not None  # noqa: S101 - called by _write, which holds it
+        cur = link.cursor if link.in_tx else db
+        head = link.head if link.in_tx else None
         if head is None:
             found = cur.execute(_GET_HEAD).fetchone()
             if found is None:
@@ -499,11 +545,11 @@ class SQLiteStore(SQLAuditReading):
         cur.execute(_PUT_AUDIT, (row.seq, event.session, event.kind, event.at, row.body, row.hash))
         if cur.execute(_SET_HEAD, (f"{row.seq} {row.hash}",)).rowcount == 0:
             cur.execute(_NEW_HEAD, (f"{row.seq} {row.hash}",))
-        if self._in_tx:  # the transaction's end keeps it (commit) or drops it
-            self._head = (row.seq, row.hash)
-            self._head_pending = True
+        if link.in_tx:  # the transaction's end keeps it (commit) or drops it
+            link.head = (row.seq, row.hash)
+            link.head_pending = True
         else:
-            self._head = None
+            link.head = None
 
     def _rows(self, session: str | None, since_seq: int) -> list[AuditRow]:
         from antiloop.stores.auditlog import AuditRow
@@ -524,17 +570,59 @@ class SQLiteStore(SQLAuditReading):
         ]
 
     def verify_audit(self) -> list[Problem]:
-        """Check the chain and the head."""
+        """Check the chain from its base (after a prune) to the head."""
         from antiloop.stores.auditlog import verify_chain
 
-        with self._lock:
+        with self._held():
             rows = self._rows(None, 0)
             head = self._read(_GET_HEAD)
-        parsed = None
-        if head:
-            text, _, digest = head[0][0].partition(" ")
-            parsed = (int(text), digest)
-        return verify_chain(rows, parsed)
+            base = self._read(_GET_BASE)
+        return verify_chain(rows, _pair(head), _pair(base))
+
+    def prune_audit(self, before: float, now: float | None = None) -> int:
+        """Remove the records older than ``before`` from the start of the chain; how many.
+
+        Only a prefix goes (up to the first record at or after ``before``), so the chain stays
+        whole: a checkpoint record is appended that names the last record removed and its hash,
+        and ``verify_audit`` checks the rest from there.
+        """
+        from antiloop.stores.auditlog import prune_event
+
+        def prune(db: sqlite3.Connection) -> int:
+            first_kept = db.execute("SELECT MIN(seq) FROM audit WHERE at >= ?", (before,))
+            keep = first_kept.fetchone()[0]
+            if keep is None:
+                last = db.execute("SELECT MAX(seq) FROM audit").fetchone()[0]
+                if last is None:
+                    return 0
+                keep = last + 1
+            found = db.execute("SELECT hash FROM audit WHERE seq = ?", (keep - 1,)).fetchone()
+            if found is None:
+                return 0
+            removed = db.execute("DELETE FROM audit WHERE seq < ?", (keep,)).rowcount
+            base = f"{keep - 1} {found[0]}"
+            if db.execute(_SET_BASE, (base,)).rowcount == 0:
+                db.execute(_NEW_BASE, (base,))
+            at = time.time() if now is None else now
+            self._append(db, prune_event(keep - 1, found[0], removed, before, at))
+            return int(removed)
+
+        return int(self._write(prune))
+
+    def check_integrity(self) -> list[str]:
+        """SQLite's own checks of the file: ``quick_check``, then ``integrity_check``.
+
+        Returns:
+            What they found, each line prefixed with the check's name; empty when both say
+            ``ok``. A damaged index, a page used twice or a row missing from an index shows
+            here, not in the hash chain.
+        """
+        found: list[str] = []
+        for check in ("quick_check", "integrity_check"):
+            lines = [str(row[0]) for row in self._read(f"PRAGMA {check}")]
+            if lines != ["ok"]:
+                found.extend(f"{check}: {line}" for line in lines)
+        return found
 
     # -- approvals ------------------------------------------------------------------------
 
