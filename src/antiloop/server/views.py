@@ -8,6 +8,7 @@ and the feedback people gave it. ``GET /v1/decisions`` lists
 decided approvals, newest first, with who decided, when, and how long the request waited.
 
 Every body passes through the redactor (``antiloop.redact``): they carry the agent's text.
+Store calls run off the event loop with the service's deadline (``service.call``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -39,7 +39,7 @@ def view_routes(service: Service, api: Callable[[Handler], Handler]) -> list[Rou
     """The routes of this module, each wrapped by ``api`` (the token and origin checks)."""
 
     async def timeline(request: Request) -> Response:
-        page = await run_in_threadpool(session_page, service, request.path_params["id"])
+        page = await service.call(session_page, service, request.path_params["id"])
         if page is None:
             return JSONResponse({"error": "no such session"}, status_code=404)
         return JSONResponse(redact_value(page))
@@ -51,7 +51,7 @@ def view_routes(service: Service, api: Callable[[Handler], Handler]) -> list[Rou
                 {"error": f"'limit' must be a whole number from 1 to {DECISIONS_MAX}"},
                 status_code=400,
             )
-        rows = await run_in_threadpool(decided_approvals, service, int(text))
+        rows = await service.call(decided_approvals, service, int(text))
         return JSONResponse(redact_value({"decisions": rows}))
 
     return [
@@ -67,7 +67,7 @@ def session_page(service: Service, sid: str) -> dict[str, Any] | None:
     records = [r.to_dict() for r in audit(session=sid)][-TIMELINE_MAX:] if callable(audit) else []
     recent = list(service.recent.get(sid) or ())
     approvals = [
-        _approval_row(_fresh(service, r))
+        _approval_row(service.fresh_approval(r))
         for r in service.ledger.list_approvals(session=sid)
         if not r.extra.get("vote_for")
     ]
@@ -96,17 +96,10 @@ def session_page(service: Service, sid: str) -> dict[str, Any] | None:
 
 def decided_approvals(service: Service, limit: int) -> list[dict[str, Any]]:
     """Decided approval requests, newest decision first, each with how long it waited."""
-    fresh = (_fresh(service, r) for r in service.ledger.list_approvals())
+    fresh = (service.fresh_approval(r) for r in service.ledger.list_approvals())
     decided = [r for r in fresh if str(r.status) != "pending" and not r.extra.get("vote_for")]
     decided.sort(key=lambda r: r.decided_at or r.created_at, reverse=True)
     return [_approval_row(r) for r in decided[:limit]]
-
-
-def _fresh(service: Service, r: ApprovalRequest) -> ApprovalRequest:
-    """The request, expired first when it is still pending past its ``expires_at``."""
-    if str(r.status) == "pending" and r.expires_at and service.clock() >= r.expires_at:
-        return service.approvals.expire(r.id)
-    return r
 
 
 def _approval_row(r: ApprovalRequest) -> dict[str, Any]:
