@@ -4,7 +4,10 @@ Everything is inline (CSS, a few lines of JavaScript, SVG charts); nothing is fe
 report shows the corpus summary, three charts (runs with loops by kind, the most common
 fingerprints, the waste per run) and a timeline per run: one cell per step, coloured by its
 operation, failed steps marked, the loop evidence outlined, the first loop point flagged and
-the steps after it (the waste) hatched. Hovering a cell shows its tool and command.
+the steps after it (the waste) hatched. Hovering a cell shows its tool and command; a click, or
+Enter on a cell reached with Tab and the arrow keys, shows it under the timeline. The chart bars
+are buttons (a fingerprint's bar searches the timelines for it), and a search box keeps the runs
+whose loop fingerprints hold the text.
 """
 
 from __future__ import annotations
@@ -42,45 +45,71 @@ _WASTE_ROWS = 30
 _LABEL_CHARS = 48
 
 _CSS = """
-:root { --fg:#1d2330; --muted:#5b6475; --line:#d9dde5; --bg:#fff; --panel:#f6f7f9; }
+:root { --fg:#1d2330; --muted:#5b6475; --line:#d9dde5; --bg:#fff; --panel:#f6f7f9;
+        --focus:#1849a9; }
 * { box-sizing: border-box; }
-body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
-       color: var(--fg); background: var(--bg); }
-header, main { max-width: 1200px; margin: 0 auto; padding: 0 20px; }
+body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
+       color: var(--fg); background: var(--bg); overflow-wrap: anywhere; }
+:focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }
+header, main { max-width: 1200px; margin: 0 auto; padding: 0 16px; }
 header { padding-top: 18px; }
 h1 { font-size: 22px; margin: 0 0 4px; }
-h2 { font-size: 17px; margin: 26px 0 10px; }
+h2 { font-size: 18px; margin: 26px 0 10px; }
 .muted { color: var(--muted); }
 .cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 14px 0; }
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 8px;
         padding: 8px 14px; min-width: 130px; }
 .card b { display: block; font-size: 20px; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr)); gap: 16px; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 360px), 1fr));
+          gap: 16px; }
 figure { margin: 0; background: var(--panel); border: 1px solid var(--line); border-radius: 8px;
-         padding: 10px 12px; overflow-x: auto; }
-figcaption { font-weight: 600; margin-bottom: 6px; }
-svg text { font: 11px system-ui, sans-serif; fill: var(--fg); }
-.legend { display: flex; flex-wrap: wrap; gap: 12px; margin: 6px 0 12px; font-size: 12px; }
+         padding: 10px 12px; min-width: 0; }
+figcaption { font-weight: 600; margin-bottom: 8px; }
+.bars { display: grid; gap: 3px; }
+.bar { display: grid; grid-template-columns: minmax(5em, 40%) 1fr; gap: 2px 10px;
+       align-items: center; width: 100%; font: 13px/1.3 system-ui, sans-serif; color: var(--fg);
+       text-align: left; background: none; border: 0; border-radius: 4px; padding: 3px 4px;
+       cursor: pointer; }
+.bar:hover, .bar[aria-pressed='true'] { background: #e6e9ef; }
+.bar-label { text-align: right; overflow-wrap: anywhere; }
+#chart-fingerprints .bar { grid-template-columns: minmax(8em, 62%) 1fr; }
+#chart-fingerprints .bar-label { text-align: left; font-family: ui-monospace, Menlo, monospace;
+                                 font-size: 12px; }
+.bar-track { display: flex; align-items: center; gap: 6px; min-width: 0; }
+.segs { display: flex; flex: none; max-width: calc(100% - 4.5em); height: 14px; border-radius: 2px;
+        overflow: hidden; }
+.seg { display: block; height: 14px; }
+.bar-value { font-variant-numeric: tabular-nums; white-space: nowrap; }
+.detail { margin-top: 8px; padding: 6px 8px; background: #fff; border: 1px solid var(--line);
+          border-radius: 6px; font: 13px/1.45 ui-monospace, SFMono-Regular, Menlo, monospace;
+          white-space: pre-wrap; word-break: break-all; }
+.legend { display: flex; flex-wrap: wrap; gap: 6px 14px; margin: 6px 0 12px; font-size: 13px; }
 .legend span { display: inline-flex; align-items: center; gap: 4px; }
 .legend i { display: inline-block; width: 12px; height: 14px; border-radius: 2px; }
-.controls { margin: 8px 0; }
+.controls { display: flex; flex-wrap: wrap; gap: 8px 18px; align-items: center; margin: 8px 0; }
+.controls input[type=search] { font: inherit; padding: 4px 10px; border: 1px solid #b9c0cc;
+       border-radius: 6px; width: min(100%, 32em); }
 .run { border-top: 1px solid var(--line); padding: 8px 0 10px; }
+.run.hide { display: none; }
 .run-head { display: flex; flex-wrap: wrap; gap: 4px 14px; align-items: baseline; }
 .run-name { font-weight: 600; word-break: break-all; }
-.badge { font-size: 11px; padding: 1px 6px; border-radius: 9px; color: #fff; }
+.badge { font-size: 12px; padding: 1px 6px; border-radius: 9px; color: #fff; }
 .tl { display: flex; flex-wrap: wrap; gap: 2px; margin: 6px 0 4px; padding-top: 6px; }
-.s { position: relative; width: 10px; height: 18px; border-radius: 2px; cursor: default; }
+.s { position: relative; width: 10px; height: 18px; border-radius: 2px; cursor: pointer; }
 .s.f { box-shadow: inset 0 -5px 0 #c00; }
 .s.w { background-image: repeating-linear-gradient(135deg, rgba(255,255,255,.55) 0 2px,
        transparent 2px 5px); }
 .s.e { outline: 2px solid #111; outline-offset: 0; z-index: 1; }
 .s.p::before { content: ""; position: absolute; left: 1px; top: -7px; border: 4px solid transparent;
        border-top: 5px solid #111; }
-.s:hover { transform: scaleY(1.25); }
-ul.loops { margin: 2px 0 0; padding-left: 18px; font-size: 12px; }
+.s:hover, .s.sel { transform: scaleY(1.25); }
+.s.sel { box-shadow: 0 0 0 2px #fff, 0 0 0 4px var(--focus); z-index: 2; }
+.s:focus-visible { outline: 3px solid var(--focus); outline-offset: 1px; z-index: 3; }
+ul.loops { margin: 2px 0 0; padding-left: 18px; font-size: 13px; }
 ul.loops code { word-break: break-all; }
-#tip { position: fixed; display: none; max-width: 560px; background: #1d2330; color: #fff;
-       font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; padding: 6px 8px;
+ul.loops li.match code { background: #fff3b0; }
+#tip { position: fixed; display: none; max-width: min(560px, 92vw); background: #1d2330;
+       color: #fff; font: 13px/1.4 ui-monospace, SFMono-Regular, Menlo, monospace; padding: 6px 8px;
        border-radius: 6px; white-space: pre-wrap; word-break: break-all; pointer-events: none;
        z-index: 10; }
 body.only-loops .run[data-loops="0"] { display: none; }
@@ -103,10 +132,92 @@ _JS = """
     if (y + h > window.innerHeight - 8) y = Math.max(8, ev.clientY - h - 10);
     tip.style.left = x + 'px'; tip.style.top = y + 'px';
   });
+
+  // Timelines: one tab stop each (the first loop point, else the first step); the arrow keys,
+  // Home and End move along it; a click, Enter or Space shows the step under the timeline.
+  function show(cell) {
+    var run = cell.closest('.run'), box = run.querySelector('.detail');
+    var old = run.querySelector('.s.sel');
+    if (old) { old.classList.remove('sel'); old.setAttribute('aria-pressed', 'false'); }
+    cell.classList.add('sel');
+    cell.setAttribute('aria-pressed', 'true');
+    box.textContent = cell.getAttribute('data-tip');
+    box.hidden = false;
+  }
+  function hide(cell) {
+    var run = cell.closest('.run');
+    run.querySelector('.detail').hidden = true;
+    var old = run.querySelector('.s.sel');
+    if (old) { old.classList.remove('sel'); old.setAttribute('aria-pressed', 'false'); }
+  }
+  function move(cell, to) {
+    if (!to) return;
+    cell.tabIndex = -1; to.tabIndex = 0; to.focus();
+    if (cell.classList.contains('sel')) show(to);
+  }
+  var tls = document.querySelectorAll('.tl');
+  for (var i = 0; i < tls.length; i++) {
+    var start = tls[i].querySelector('.s.p') || tls[i].querySelector('.s');
+    if (start) start.tabIndex = 0;
+  }
+  document.addEventListener('click', function (ev) {
+    var cell = ev.target.closest ? ev.target.closest('.s') : null;
+    if (cell) { var cur = cell.parentNode.querySelector('.s[tabindex="0"]');
+                if (cur && cur !== cell) cur.tabIndex = -1;
+                cell.tabIndex = 0; show(cell); }
+    var bar = ev.target.closest ? ev.target.closest('.bar') : null;
+    if (bar) pick(bar);
+  });
+  document.addEventListener('keydown', function (ev) {
+    var cell = ev.target.closest ? ev.target.closest('.s') : null;
+    if (!cell) return;
+    var k = ev.key, cells = cell.parentNode.children, next = cell.nextElementSibling;
+    var back = cell.previousElementSibling;
+    var to = {ArrowRight: next, ArrowDown: next, ArrowLeft: back, ArrowUp: back,
+              Home: cells[0], End: cells[cells.length - 1]};
+    if (k === 'Enter' || k === ' ') { ev.preventDefault(); show(cell); }
+    else if (k === 'Escape') hide(cell);
+    else if (k in to) { ev.preventDefault(); move(cell, to[k]); }
+  });
+
+  // Chart bars are buttons: a click (or Enter/Space) shows the bar's details under the chart;
+  // a fingerprint's bar also searches the timelines for it, a run's bar goes to its timeline.
+  function pick(bar) {
+    var fig = bar.closest('figure'), box = fig.querySelector('.detail');
+    var old = fig.querySelector('.bar[aria-pressed="true"]');
+    if (old) old.setAttribute('aria-pressed', 'false');
+    bar.setAttribute('aria-pressed', 'true');
+    box.textContent = bar.getAttribute('data-detail');
+    box.hidden = false;
+    var fp = bar.getAttribute('data-fp');
+    if (fp) { search.value = fp; filter(); }
+    var run = bar.getAttribute('data-run');
+    if (run) { var target = document.getElementById(run);
+               if (target.classList.contains('hide')) { search.value = ''; filter(); }
+               target.scrollIntoView();
+               var first = target.querySelector('.s[tabindex="0"]'); if (first) first.focus(); }
+  }
+
   var box = document.getElementById('only-loops');
   if (box) box.addEventListener('change', function () {
     document.body.classList.toggle('only-loops', box.checked);
   });
+  var search = document.getElementById('fp-search'), count = document.getElementById('fp-count');
+  var runs = document.querySelectorAll('.run');
+  function filter() {
+    var q = search.value.trim().toLowerCase(), n = 0;
+    for (var i = 0; i < runs.length; i++) {
+      var run = runs[i], hit = !q || (run.getAttribute('data-fps') || '').indexOf(q) >= 0;
+      run.classList.toggle('hide', !hit);
+      if (hit && q) n++;
+      var items = run.querySelectorAll('ul.loops li[data-fp]');
+      for (var j = 0; j < items.length; j++)
+        items[j].classList.toggle('match', !!q && items[j].getAttribute('data-fp').indexOf(q) >= 0);
+    }
+    var said = n + (n === 1 ? ' run has' : ' runs have') + ' a matching fingerprint';
+    count.textContent = q ? said : '';
+  }
+  if (search) search.addEventListener('input', filter);
 })();
 """
 
@@ -156,10 +267,9 @@ def render_html(results: Sequence[RunScan], summary: Summary) -> str:
         "</div>",
         "<h2 id='timelines'>Timelines</h2>",
         _legend(),
-        "<div class='controls'><label><input type='checkbox' id='only-loops'> "
-        "only runs with loops</label></div>",
+        _controls(summary),
     ]
-    parts.extend(_run_block(results[i], names[i]) for i in ordered)
+    parts.extend(_run_block(results[i], names[i], i) for i in ordered)
     parts.append(f"</main><div id='tip' role='tooltip'></div><script>{_JS}</script>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
@@ -228,72 +338,92 @@ def _unreadable(summary: Summary) -> str:
     )
 
 
-def _figure(ident: str, caption: str, svg: str) -> str:
-    return f"<figure id='{ident}'><figcaption>{_esc(caption)}</figcaption>{svg}</figure>"
+def _figure(ident: str, caption: str, chart: str) -> str:
+    return (
+        f"<figure id='{ident}'><figcaption>{_esc(caption)}</figcaption>{chart}"
+        "<div class='detail' aria-live='polite' hidden></div></figure>"
+    )
+
+
+def _controls(summary: Summary) -> str:
+    """The filters above the timelines: runs with loops only, and a search by fingerprint."""
+    options = "".join(f"<option value='{_esc(fp)}'>" for fp, _ in summary.top_fingerprints())
+    return (
+        "<div class='controls'><label><input type='checkbox' id='only-loops'> "
+        "only runs with loops</label>"
+        "<label for='fp-search'>Fingerprint</label>"
+        "<input type='search' id='fp-search' list='fp-list' autocomplete='off' "
+        "placeholder='search by fingerprint, e.g. grep::needle'>"
+        f"<datalist id='fp-list'>{options}</datalist>"
+        "<span id='fp-count' class='muted' aria-live='polite'></span></div>"
+        "<p class='muted'>Click a step, or Tab to a timeline and use the arrow keys and "
+        "Enter, to read it.</p>"
+    )
 
 
 def _short(text: str, limit: int = _LABEL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _bars(rows: Sequence[tuple[str, Sequence[tuple[int, str]], str]], label_width: int) -> str:
-    """Horizontal (stacked) bars: per row a label, segments of (value, colour), a title."""
+Bar = tuple[str, Sequence[tuple[int, str]], str, dict[str, str]]
+"""A chart row: its label, segments of (value, colour), its details, and data attributes."""
+
+
+def _bars(rows: Sequence[Bar]) -> str:
+    """Horizontal (stacked) bars as buttons: the labels are text, readable at any width."""
     if not rows:
         return "<p class='muted'>Nothing to show: no loops found.</p>"
-    bar_width, row_h = 300, 20
-    top = max(sum(v for v, _ in segs) for _, segs, _ in rows) or 1
-    height = row_h * len(rows) + 4
-    width = label_width + bar_width + 60
-    out = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-        f"viewBox='0 0 {width} {height}' role='img' style='max-width:100%;height:auto'>"
-    ]
-    for n, (label, segs, title) in enumerate(rows):
-        y = n * row_h + 2
-        out.append(f"<g><title>{_esc(title)}</title>")
-        out.append(
-            f"<text x='{label_width - 6}' y='{y + 13}' text-anchor='end'>{_esc(label)}</text>"
+    top = max(sum(v for v, _ in segs) for _, segs, _, _ in rows) or 1
+    out = ["<div class='bars'>"]
+    for label, segs, detail, data in rows:
+        attrs = "".join(f" data-{k}='{_esc(v)}'" for k, v in data.items())
+        whole = sum(v for v, _ in segs) or 1
+        parts = "".join(
+            f"<span class='seg' style='width:{100 * v / whole:.1f}%;background:{c}'></span>"
+            for v, c in segs
+            if v > 0
         )
-        x = float(label_width)
-        for value, colour in segs:
-            w = bar_width * value / top
-            if w > 0:
-                out.append(
-                    f"<rect x='{x:.1f}' y='{y}' width='{max(w, 1):.1f}' height='{row_h - 5}' "
-                    f"fill='{colour}' rx='2'/>"
-                )
-            x += w
+        width = max(80 * whole / top, 0.5)
+        bars = f"<span class='segs' style='width:{width:.1f}%'>{parts}</span>"
         total = "+".join(str(v) for v, _ in segs) if len(segs) > 1 else str(segs[0][0])
-        out.append(f"<text x='{x + 5:.1f}' y='{y + 13}'>{_esc(total)}</text></g>")
-    out.append("</svg>")
+        out.append(
+            f"<button type='button' class='bar' aria-pressed='false' "
+            f"data-detail='{_esc(detail)}'{attrs} aria-label='{_esc(f'{label}: {total}')}'>"
+            f"<span class='bar-label'>{_esc(label)}</span>"
+            f"<span class='bar-track'>{bars}<span class='bar-value'>{_esc(total)}</span></span>"
+            "</button>"
+        )
+    out.append("</div>")
     return "".join(out)
 
 
 def _kinds_chart(summary: Summary) -> str:
-    rows: list[tuple[str, Sequence[tuple[int, str]], str]] = [
+    rows: list[Bar] = [
         (
             kind,
             [(runs, KIND_COLOURS.get(kind, "#7f7f7f"))],
             f"{kind}: {runs} runs, {summary.loops_by_kind[kind]} loops",
+            {},
         )
         for kind, runs in sorted(summary.runs_by_kind.items(), key=lambda kv: (-kv[1], kv[0]))
     ]
     if rows:
         none = summary.runs - summary.runs_with_loops
-        rows.append(("no loop", [(none, "#c7ccd6")], f"{none} runs without a loop"))
-    return _bars(rows, 90)
+        rows.append(("no loop", [(none, "#c7ccd6")], f"{none} runs without a loop", {}))
+    return _bars(rows)
 
 
 def _fingerprint_chart(summary: Summary) -> str:
-    rows: list[tuple[str, Sequence[tuple[int, str]], str]] = [
+    rows: list[Bar] = [
         (
             _short(_fingerprint_label(fp), 40),
             [(runs, KIND_COLOURS.get(summary.fingerprint_kind[fp], "#7f7f7f"))],
-            f"{fp} ({runs} runs)",
+            f"{fp}\n{runs} runs; their timelines are shown below.",
+            {"fp": fp},
         )
         for fp, runs in summary.top_fingerprints()
     ]
-    return _bars(rows, 260)
+    return _bars(rows)
 
 
 def _fingerprint_label(fp: str) -> str:
@@ -307,7 +437,7 @@ def _waste_chart(results: Sequence[RunScan], names: Sequence[str]) -> str:
         (i for i, r in enumerate(results) if r.waste.from_step is not None),
         key=lambda i: (-results[i].waste.steps, names[i]),
     )
-    rows: list[tuple[str, Sequence[tuple[int, str]], str]] = []
+    rows: list[Bar] = []
     for i in wasted[:_WASTE_ROWS]:
         r = results[i]
         kept = r.steps - r.waste.steps
@@ -316,13 +446,14 @@ def _waste_chart(results: Sequence[RunScan], names: Sequence[str]) -> str:
                 _run_label(names[i]),
                 [(kept, "#9aa5b8"), (r.waste.steps, "#d62728")],
                 f"{names[i]}: {kept} steps up to the loop point, {r.waste.steps} wasted after it",
+                {"run": f"run-{i}"},
             )
         )
-    svg = _bars(rows, 220)
+    chart = _bars(rows)
     more = len(wasted) - _WASTE_ROWS
     if more > 0:
-        svg += f"<p class='muted'>and {more} more runs with waste.</p>"
-    return svg
+        chart += f"<p class='muted'>and {more} more runs with waste.</p>"
+    return chart
 
 
 def _run_label(name: str, limit: int = 34) -> str:
@@ -361,7 +492,7 @@ def _op_class(operation: str) -> str:
     return operation if operation in OPERATION_COLOURS else "other"
 
 
-def _run_block(result: RunScan, name: str) -> str:
+def _run_block(result: RunScan, name: str, number: int) -> str:
     evidence: dict[int, list[str]] = {}
     for loop in result.loops:
         for i in loop.evidence:
@@ -390,7 +521,8 @@ def _run_block(result: RunScan, name: str) -> str:
             tip += " · first loop point"
         tip += f"\n{view.command}"
         cells.append(
-            f"<span class='{' '.join(classes)}' data-i='{i}' data-tip='{_esc(tip)}'></span>"
+            f"<span class='{' '.join(classes)}' data-i='{i}' data-tip='{_esc(tip)}' "
+            f"role='button' aria-label='step {i}'></span>"
         )
     badges = "".join(
         f"<span class='badge' style='background:{KIND_COLOURS.get(k, '#7f7f7f')}'>{_esc(k)}</span>"
@@ -400,15 +532,19 @@ def _run_block(result: RunScan, name: str) -> str:
     if point is not None:
         info += f" · first loop point: step {point} · waste: {run_waste_text(result.waste)}"
     loops = "".join(
-        f"<li>step {loop.step} <b>{_esc(loop.detector)}</b> <code>{_esc(loop.fingerprint or '-')}"
-        f"</code> <span class='muted'>evidence: {_esc(ranges(loop.evidence))}</span></li>"
+        f"<li data-fp='{_esc((loop.fingerprint or '').lower())}'>step {loop.step} "
+        f"<b>{_esc(loop.detector)}</b> <code>{_esc(loop.fingerprint or '-')}</code> "
+        f"<span class='muted'>evidence: {_esc(ranges(loop.evidence))}</span></li>"
         for loop in result.loops
     )
+    fingerprints = "\n".join(sorted({(loop.fingerprint or "").lower() for loop in result.loops}))
     return (
-        f"<div class='run' data-loops='{len(result.loops)}'>"
+        f"<div class='run' id='run-{number}' data-loops='{len(result.loops)}' "
+        f"data-fps='{_esc(fingerprints)}'>"
         f"<div class='run-head'><span class='run-name'>{_esc(name)}</span>{badges}"
         f"<span class='muted'>{_esc(info)}</span></div>"
-        f"<div class='tl'>{''.join(cells)}</div>"
+        f"<div class='tl' role='group' aria-label='{_esc(f'timeline of {name}')}'>"
+        f"{''.join(cells)}</div><div class='detail' aria-live='polite' hidden></div>"
         + (f"<ul class='loops'>{loops}</ul>" if loops else "")
         + "</div>"
     )

@@ -59,6 +59,7 @@ from antiloop.server.limits import (
     too_large,
 )
 from antiloop.server.openapi import schema
+from antiloop.server.views import view_routes
 from antiloop.stores import Store
 from antiloop.verdict import Action, Verdict, invalid_wire
 
@@ -789,5 +790,6 @@ def create_app(service: Service) -> Starlette:
         Route("/v1/approvals/{id}", api(decide), methods=["POST"]),
         Route("/v1/approvals/{id}/answer", api(signed_answer, auth=False), methods=["POST"]),
         Route("/v1/events", api(events)),
+        *view_routes(service, api),  # the dashboard's session page and decided approvals
     ]
     return Starlette(routes=routes, lifespan=lifespan)

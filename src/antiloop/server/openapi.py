@@ -143,6 +143,29 @@ def _id(name: str = "id") -> list[dict[str, Any]]:
     return [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}]
 
 
+def _view_paths() -> dict[str, Any]:
+    """The dashboard's read-only views (``antiloop.server.views``)."""
+    limit = {
+        "name": "limit",
+        "in": "query",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50},
+    }
+    return {
+        "/v1/timeline/{id}": {
+            "get": {
+                **_op("One session's page: state, controls, latest verdict, timeline, audit"),
+                "parameters": _id(),
+            }
+        },
+        "/v1/decisions": {
+            "get": {
+                **_op("Decided approvals, newest first, with who, when and how long they waited"),
+                "parameters": [limit],
+            }
+        },
+    }
+
+
 def schema() -> dict[str, Any]:
     """The service's OpenAPI document.
 
@@ -332,6 +355,7 @@ def schema() -> dict[str, Any]:
                 }
             },
             "/v1/events": {"get": _op("Live events (text/event-stream): verdict, approval, ...")},
+            **_view_paths(),
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
