@@ -81,7 +81,7 @@ def run(quick: bool = False) -> str:
     lines = [
         "## Goal check (held-out)",
         "",
-        f"`python -m bench goal`: the goal-reached decision (PROTOCOL.md section 5) on the "
+        f"`python -m bench goal`: the goal-reached decision (docs/protocol.md section 5) on the "
         f"labelled set tests/data/labelled, {total} goal items, of which {new} were written in "
         "the style of real agents' final messages (successes, summaries with numbers, partial "
         "and undone work, plans, descriptions of the starting state, reverted changes, tests "

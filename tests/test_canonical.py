@@ -1,4 +1,4 @@
-"""Same procedure (PROTOCOL.md section 3): operations, canonical parameters, context."""
+"""Same procedure (docs/protocol.md section 3): operations, canonical parameters, context."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Properties of canonicalisation (PROTOCOL.md section 3.2), checked with hypothesis."""
+"""Properties of canonicalisation (docs/protocol.md section 3.2), checked with hypothesis."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PROTOCOL.md v1.1, beyond the conformance cases: allowed chains (5), timeouts (4),
+"""The protocol v1.1 (docs/protocol.md), beyond the conformance cases: allowed chains (5), timeouts (4),
 fingerprints that hold across processes, machines and hours (6), and step ids (2).
 """
 

@@ -1,4 +1,4 @@
-"""Result readings and the same-result rule (PROTOCOL.md sections 4 and 6)."""
+"""Result readings and the same-result rule (docs/protocol.md sections 4 and 6)."""
 
 from __future__ import annotations
 

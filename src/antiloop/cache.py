@@ -2,7 +2,7 @@
 
 An agent that searches, fails and searches again asks the same question twice; a cached answer
 costs nothing and comes back the same. ``cached`` wraps a tool function: calls are keyed by their
-canonical procedure (PROTOCOL.md section 3: ``grep -rn x src`` and ``grep -nr 'x' src/`` are one
+canonical procedure (docs/protocol.md section 3: ``grep -rn x src`` and ``grep -nr 'x' src/`` are one
 key), only calls whose tool or operation is read-only are cached, results must be JSON values,
 and exceptions are never cached. A hit is written to the audit log as a ``cache`` event.
 
@@ -41,7 +41,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 READ_ONLY = frozenset({"read", "grep", "list", "search", "fetch"})
-"""The operations (PROTOCOL.md section 3.1) cached by default."""
+"""The operations (docs/protocol.md section 3.1) cached by default."""
 
 _MISS = object()
 

@@ -1,4 +1,4 @@
-"""Same procedure (PROTOCOL.md section 3): operations, canonical parameters and context.
+"""Same procedure (docs/protocol.md section 3): operations, canonical parameters and context.
 
 ``procedure_of(tool, args, paths, cwd)`` turns one tool call into a :class:`Procedure`. Two
 steps are the same procedure exactly when their ``key`` strings are equal. The work is a chain
@@ -1292,7 +1292,7 @@ def _command_of(args: Mapping[str, Any]) -> str | None:
 def procedure_of(
     tool: str, args: Mapping[str, Any], paths: Sequence[str] = (), cwd: str | None = None
 ) -> Procedure:
-    """The canonical procedure of one tool call (PROTOCOL.md section 3).
+    """The canonical procedure of one tool call (docs/protocol.md section 3).
 
     Args:
         tool: the tool name as the agent framework calls it (``Grep``, ``Bash``, ``edit_file``…).

@@ -5,7 +5,7 @@
     AntiloopError
     ├── ConfigError (ValueError)        bad config, unknown detector/store/embedder
     │   └── MissingExtra (ImportError)  "pip install 'antiloop[redis]'"
-    ├── BadStep (ValueError)            an event that is no step (PROTOCOL.md section 2)
+    ├── BadStep (ValueError)            an event that is no step (docs/protocol.md section 2)
     ├── StoreError                      a backend failed; the driver's exception as __cause__
     ├── ChannelError                    an approval channel could not deliver or collect
     └── Halt                            control flow, raised only by enforce()/wrap()/session()
@@ -46,7 +46,7 @@ class MissingExtra(ConfigError, ImportError):
 
 
 class BadStep(AntiloopError, ValueError):
-    """An event is not a step (PROTOCOL.md section 2); the message says why."""
+    """An event is not a step (docs/protocol.md section 2); the message says why."""
 
 
 class StoreError(AntiloopError):

@@ -1,4 +1,4 @@
-"""Steps: one tool call together with its result (PROTOCOL.md section 2).
+"""Steps: one tool call together with its result (docs/protocol.md section 2).
 
 A ``Step`` is built once per event. Parsing follows the bad-input rules: a line that is not a
 JSON object, whose ``tool`` is missing or not a non-empty string, whose ``args`` is not an
@@ -226,7 +226,7 @@ def step_from_dict(event: object) -> Step:
 
 
 MAX_DEPTH = 200
-"""Deepest nesting of arrays and objects a line may have (PROTOCOL.md section 7)."""
+"""Deepest nesting of arrays and objects a line may have (docs/protocol.md section 7)."""
 
 
 def parse_line(line: str | bytes) -> Step:

@@ -1,4 +1,4 @@
-"""The loop fingerprint ``AGENT::<agent>::<operation>::<context>::<result>`` (PROTOCOL.md §6).
+"""The loop fingerprint ``AGENT::<agent>::<operation>::<context>::<result>`` (docs/protocol.md §6).
 
 Deterministic: no salt, no timestamps, so the same loop gives the same fingerprint in every
 process and on every machine.

@@ -33,7 +33,7 @@ class StepRecord:
     Attributes:
         index: the step's 0-based number in its session.
         tool: the tool name, lower-cased.
-        operation: the operation of PROTOCOL.md section 3.1.
+        operation: the operation of docs/protocol.md section 3.1.
         procedure: a digest of the canonical procedure key.
         context: the fingerprint context.
         readings: the result readings.
@@ -93,7 +93,7 @@ class SessionState:
     streams: dict[str, StreamState] = field(default_factory=dict)
     ended: object | None = None  # the Verdict that ended the session
     # The ids of the session's last steps and their verdicts (None: a plain continue), so
-    # that a step delivered again is answered as it was the first time (PROTOCOL.md 2).
+    # that a step delivered again is answered as it was the first time (docs/protocol.md, section 2).
     seen: dict[str, object | None] = field(default_factory=dict)
 
 

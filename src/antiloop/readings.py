@@ -1,4 +1,4 @@
-"""Result readings: when two results of one procedure are the same (PROTOCOL.md section 4).
+"""Result readings: when two results of one procedure are the same (docs/protocol.md section 4).
 
 ``read_result`` turns a step's result into a compact ``Readings`` (digests and a few small
 values; no whole output is kept). ``same_result`` compares two readings: the same when AT LEAST
@@ -44,7 +44,7 @@ MATCH_OPERATIONS = frozenset({"grep", "list"})
 """Operations whose output lists things found (files or matching lines)."""
 
 HEAD_CHARS = 50
-"""The longest result summary (PROTOCOL.md section 6)."""
+"""The longest result summary (docs/protocol.md section 6)."""
 
 ERROR_HEAD_CAP = 512 * 1024
 """How much of a text's start is searched for its first error line."""
@@ -544,7 +544,7 @@ def _first_error_in(text: str, view: bytes | None = None) -> str | None:
 
 
 def _first_error_line(text: str, view: bytes | None = None) -> str | None:
-    """The first line of ``text`` that reads as an error (PROTOCOL.md section 4), unscrubbed.
+    """The first line of ``text`` that reads as an error (docs/protocol.md section 4), unscrubbed.
 
     ``view``: the class view of the text when it is ASCII, or None.
     """
@@ -785,7 +785,7 @@ def read_result(
     """Read a step's result into the readings ``same_result`` compares.
 
     Args:
-        operation: the step's operation (PROTOCOL.md section 3.1): ``grep``, ``read``, ...
+        operation: the step's operation (docs/protocol.md section 3.1): ``grep``, ``read``, ...
         runs_something: the step runs something (``bash``, ``test``, ``build``, tools outside
             the table): only then does its output give an error line and a failing count.
         output: the tool's output text.

@@ -1,7 +1,7 @@
 """Text rules for the semantic checks: goal cues, digit masking, counters versus measures.
 
 Similarity alone cannot tell "the login bug is fixed" from "the login bug is still not fixed"
-(all-MiniLM-L6-v2 scores them 0.97), nor "attempt 3" from "attempt 4" (PROTOCOL.md section 5).
+(all-MiniLM-L6-v2 scores them 0.97), nor "attempt 3" from "attempt 4" (docs/protocol.md section 5).
 These small rules give the second signals; the decisions themselves (``goal_reached``,
 ``stalled``) live here too, so the detectors and ``antiloop calibrate`` judge the same way.
 

@@ -45,7 +45,7 @@ OUTCOMES = {
     "goal": "goal",
 }
 
-# Among stops at one step, the verdict names the first of these (PROTOCOL.md section 5).
+# Among stops at one step, the verdict names the first of these (docs/protocol.md section 5).
 PRECEDENCE = ("repeat", "cycle", "goal", "stagnation", "max-steps", "fail-streak", "terminated")
 
 
@@ -113,7 +113,7 @@ class Verdict:
         return replace(self, action=action)
 
     def to_wire(self, index: int) -> dict[str, object]:
-        """The JSON object ``antiloop check`` prints for this verdict (PROTOCOL.md section 7)."""
+        """The JSON object ``antiloop check`` prints for this verdict (docs/protocol.md section 7)."""
         return {
             "index": index,
             "action": self.action.wire,
@@ -125,7 +125,7 @@ class Verdict:
 
 
 def invalid_wire(index: int, reason: str) -> dict[str, object]:
-    """The ``antiloop check`` line for input that is no step (PROTOCOL.md section 2)."""
+    """The ``antiloop check`` line for input that is no step (docs/protocol.md section 2)."""
     return {
         "index": index,
         "action": "invalid",

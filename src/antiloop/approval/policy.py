@@ -1,6 +1,6 @@
 r"""Approval policy: which calls need a person's yes, by risk tier, tool, operation or command.
 
-A call gets a **risk tier** from its canonical procedure (PROTOCOL.md section 3.1)::
+A call gets a **risk tier** from its canonical procedure (docs/protocol.md section 3.1)::
 
     read     read, grep, list: nothing changes            (default: allow)
     write    edit, or a shell command that redirects into a file

@@ -21,7 +21,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``antiloop mcp-proxy``."""
     parser.add_argument(
         "--config",
-        help="a JSON or TOML guard config (PROTOCOL.md section 7); without one, a repeat "
+        help="a JSON or TOML guard config (docs/protocol.md section 7); without one, a repeat "
         "refuses the looping call only and there is no step budget",
     )
     parser.add_argument("--store", help="where sessions live, as a URL (in memory by default)")

@@ -216,7 +216,7 @@ def scan_config(
     Args:
         config: a guard config (``--config``), or None for the scan defaults.
         names_budget: the config names a step budget; by default, when it sets ``max_steps``
-            or ``task_type`` (PROTOCOL.md section 5: a scan applies no budget otherwise).
+            or ``task_type`` (docs/protocol.md section 5: a scan applies no budget otherwise).
 
     Returns:
         The config with ``detectors`` restricted accordingly; without a config, the loop

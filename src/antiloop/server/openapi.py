@@ -6,7 +6,7 @@ from typing import Any
 
 _STEP = {
     "type": "object",
-    "description": "A step event (PROTOCOL.md section 2).",
+    "description": "A step event (docs/protocol.md section 2).",
     "required": ["tool"],
     "properties": {
         "session": {"type": "string", "default": "default"},
@@ -37,7 +37,7 @@ _STEP = {
 }
 _VERDICT = {
     "type": "object",
-    "description": "A verdict (PROTOCOL.md section 7) plus the hint for the model.",
+    "description": "A verdict (docs/protocol.md section 7) plus the hint for the model.",
     "properties": {
         "index": {"type": "integer"},
         "action": {"enum": ["continue", "ask", "stop", "invalid"]},

@@ -6,7 +6,7 @@ A scanner reads finished runs with these, to find loops after the fact::
         for run in read_runs(path):
             ...  # run.steps, run.costs, run.meta
 
-Formats (detected from the content): ``jsonl`` (PROTOCOL.md section 2 events),
+Formats (detected from the content): ``jsonl`` (docs/protocol.md section 2 events),
 ``swe-agent`` (``.traj``), ``mini-swe-agent-1`` and ``mini-swe-agent-2``, ``openhands`` (event
 lists and eval JSONL of OpenHands before its agent SDK), ``openhands-sdk`` (the agent SDK's V1
 events: persisted conversation folders, event lists, event JSONL, eval JSONL) and ``claude-code``

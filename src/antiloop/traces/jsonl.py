@@ -1,4 +1,4 @@
-"""Generic JSONL: one PROTOCOL.md section 2 step event per line.
+"""Generic JSONL: one docs/protocol.md section 2 step event per line.
 
 Blank lines are skipped. A line that is no step (bad JSON, no ``tool``, ...) is reported in
 ``Run.problems`` as ``line N: <reason>`` (N counts every physical line from 1) and the steps

@@ -16,7 +16,7 @@ writes, per scripted run NAME (``loop``, ``clean``):
 * ``OUT_DIR/NAME.events.json`` the event list, ``event.model_dump(mode="json")`` per event, as
   ``conversation.state.events`` holds it;
 * ``OUT_DIR/NAME.events.jsonl`` the same events, one per line;
-* ``OUT_DIR/NAME.steps.jsonl`` the run as PROTOCOL.md section 2 step events (generic JSONL),
+* ``OUT_DIR/NAME.steps.jsonl`` the run as docs/protocol.md section 2 step events (generic JSONL),
   written live by a conversation callback as each tool result arrives, the way a host wires a
   step stream to antiloop;
 * ``OUT_DIR/eval_output.jsonl`` both runs as eval records, one per line, with the fields of the
