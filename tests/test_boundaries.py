@@ -1,4 +1,4 @@
-"""Behaviour pinned at the boundaries of the protocol (docs/protocol.md), through the public API only.
+"""Behaviour pinned at the boundaries of the protocol (docs/protocol.md), through the public API.
 
 Each test names the rule it pins; expectations are written out, never computed with the
 module under test. These are the tests a redesign of the internals must keep passing.

@@ -1,5 +1,5 @@
-"""The protocol v1.1 (docs/protocol.md), beyond the conformance cases: allowed chains (5), timeouts (4),
-fingerprints that hold across processes, machines and hours (6), and step ids (2).
+"""The protocol v1.1 (docs/protocol.md), beyond the conformance cases: allowed chains (5),
+timeouts (4), fingerprints that hold across processes, machines and hours (6), and step ids (2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Opt-in detectors: repeats that the steps in between hide from the rule of docs/protocol.md, section 5.
+"""Opt-in detectors: repeats that the steps in between hide from the rule (protocol section 5).
 
 The rule sees a repeat only in adjacent steps. Two loops slip through it:
 
@@ -35,8 +35,8 @@ follows it:
 
 The last states are the ones the stream's own steps reported: a command that rewrites a file
 without reporting its state goes unseen. That is one reason why a loop also needs the same
-result each time (docs/protocol.md, section 4): an edit wrongly taken for a no-op that did change what the
-step sees gives another result, and no loop.
+result each time (docs/protocol.md, section 4): an edit wrongly taken for a no-op that did
+change what the step sees gives another result, and no loop.
 
 Cost: the detectors keep, per stream, one small tuple each in ``StreamState.chains`` (the
 procedure digest, the readings of the last occurrence, counters, at most 32 step indices) and

@@ -93,7 +93,7 @@ class SessionState:
     streams: dict[str, StreamState] = field(default_factory=dict)
     ended: object | None = None  # the Verdict that ended the session
     # The ids of the session's last steps and their verdicts (None: a plain continue), so
-    # that a step delivered again is answered as it was the first time (docs/protocol.md, section 2).
+    # that a step delivered again is answered as it was the first time (protocol section 2).
     seen: dict[str, object | None] = field(default_factory=dict)
 
 

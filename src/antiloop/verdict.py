@@ -113,7 +113,7 @@ class Verdict:
         return replace(self, action=action)
 
     def to_wire(self, index: int) -> dict[str, object]:
-        """The JSON object ``antiloop check`` prints for this verdict (docs/protocol.md section 7)."""
+        """The JSON object ``antiloop check`` prints for this verdict (protocol section 7)."""
         return {
             "index": index,
             "action": self.action.wire,
