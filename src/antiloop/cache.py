@@ -3,8 +3,8 @@
 An agent that searches, fails and searches again asks the same question twice; a cached answer
 costs nothing and comes back the same. ``cached`` wraps a tool function: calls are keyed by their
 canonical procedure (docs/protocol.md section 3: ``grep -rn x src`` and ``grep -nr 'x' src/``
-are one key), only calls whose tool or operation is read-only are cached, results must be JSON values,
-and exceptions are never cached. A hit is written to the audit log as a ``cache`` event.
+are one key), only calls whose tool or operation is read-only are cached, results must be JSON
+values, and exceptions are never cached. A hit is written to the audit log as a ``cache`` event.
 
     guard = Guard(store="sqlite:///~/.antiloop/antiloop.db")
 
