@@ -140,7 +140,8 @@ class Settings:
 
     Attributes:
         guard: the guard's keys (at the top of the file, or under ``[guard]``), not yet checked.
-        tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, as given (each checked by the part it configures).
+        tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, as given (each
+            checked by the part it configures).
         source: the file read.
     """
 

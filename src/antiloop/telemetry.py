@@ -40,9 +40,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAPTURE_ENV",
-    "attach_from",
     "TelemetryListener",
     "TelemetrySettings",
+    "attach_from",
     "listener_for",
     "telemetry_settings",
 ]
