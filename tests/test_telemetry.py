@@ -68,6 +68,7 @@ class Collector:
     url: str
     spans: list[Span] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def wait(self, count: int, timeout: float = 20.0) -> list[Span]:
@@ -93,6 +94,7 @@ def collector() -> Iterator[Collector]:
             request.ParseFromString(body)
             with received.lock:
                 received.paths.append(self.path)
+                received.headers.append({k.lower(): v for k, v in self.headers.items()})
                 for resource_spans in request.resource_spans:
                     resource = _attrs(resource_spans.resource.attributes)
                     for scope in resource_spans.scope_spans:
@@ -272,6 +274,20 @@ def test_a_failed_step_is_an_error_span(collector: Collector) -> None:
     [span] = collector.wait(1)
     assert span.attributes["error.type"] == "tool_error"
     assert span.status == 2  # STATUS_CODE_ERROR
+
+
+def test_the_given_environments_headers_go_with_the_export(collector: Collector) -> None:
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
+        "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20abc,x-team=loops",
+    }
+    listener = listener_for(env)
+    assert listener is not None
+    listener.on_verdict(_grep(1), Guard().record(_grep(1)))
+    assert listener.flush()
+    collector.wait(1)
+    assert collector.headers[0]["authorization"] == "Bearer abc"
+    assert collector.headers[0]["x-team"] == "loops"
 
 
 def test_off_without_an_endpoint_and_with_otel_sdk_disabled(collector: Collector) -> None:

@@ -204,17 +204,20 @@ def _provider(env: Mapping[str, str], settings: TelemetrySettings, timeout: floa
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.util.re import parse_env_headers
 
     endpoint = _traces_url(env, settings)
     name = settings.service_name or env.get("OTEL_SERVICE_NAME") or "antiloop"
     limit = settings.timeout
     if timeout is not None:
         limit = timeout if limit is None else min(limit, timeout)
-    key = (endpoint, name, limit)
+    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS")
+    headers = parse_env_headers(raw, liberal=True) if raw else None  # the given env's, not ours
+    key = (endpoint, name, limit, tuple(sorted((headers or {}).items())))
     with _LOCK:
         provider = _PIPELINES.get(key)
         if provider is None:
-            kw: dict[str, Any] = {"endpoint": endpoint}
+            kw: dict[str, Any] = {"endpoint": endpoint, "headers": headers}
             if limit is not None:
                 kw["timeout"] = limit
             provider = TracerProvider(resource=Resource.create({"service.name": name}))
