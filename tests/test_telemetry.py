@@ -402,6 +402,58 @@ def test_hook_processes_export_spans_in_the_hosts_trace(
     assert "gen_ai.tool.call.arguments" not in second.attributes
 
 
+PROBE = (
+    "import sys; from antiloop.cli import main; code = main();"
+    "print('in-process' if 'antiloop.hooks.runner' in sys.modules else 'daemon', file=sys.stderr);"
+    "sys.exit(code)"
+)
+
+
+def test_through_the_daemon_each_hooks_span_joins_its_own_callers_trace(
+    tmp_path: Path, collector: Collector
+) -> None:
+    from antiloop._hook_client import socket_path
+
+    env = {**_hook_env(tmp_path, collector), "ANTILOOP_HOOKD": "1"}
+    env["ANTILOOP_HOOKD_DIR"] = str(tmp_path / "run")
+    path = socket_path(env)
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "antiloop.hooks.daemon", "--socket", path],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(path).exists():
+            assert time.monotonic() < deadline, "the daemon did not start"
+            time.sleep(0.05)
+        traces = ["a" * 32, "b" * 32]
+        for n, trace in enumerate(traces, 1):
+            proc = subprocess.run(
+                [sys.executable, "-c", PROBE, "hook", "claude-code"],
+                input=_post_tool_use(n, tmp_path),
+                capture_output=True,
+                env={**env, "TRACEPARENT": f"00-{trace}-{PARENT_ID}-01"},
+                timeout=60,
+                check=False,
+            )
+            assert proc.returncode == 0, proc.stderr.decode()
+            assert proc.stderr.decode().strip().endswith("daemon")
+        spans = collector.wait(2)
+    finally:
+        Path(path).unlink(missing_ok=True)  # a daemon whose socket is gone exits
+        try:
+            daemon.wait(15)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            raise
+    assert [s.trace_id for s in spans] == traces
+    assert spans[1].events[0][0] == "gen_ai.guardrail.result"
+
+
 def test_a_down_collector_costs_the_hook_at_most_the_export_limit(tmp_path: Path) -> None:
     import socket
 
