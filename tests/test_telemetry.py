@@ -290,6 +290,23 @@ def test_the_given_environments_headers_go_with_the_export(collector: Collector)
     assert collector.headers[0]["x-team"] == "loops"
 
 
+def test_a_failing_exporter_never_changes_the_verdict(
+    collector: Collector, caplog: pytest.LogCaptureFixture
+) -> None:
+    listener = listener_for({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+    assert listener is not None
+
+    class Broken:
+        def start_span(self, *args: object, **kw: object) -> None:
+            raise RuntimeError("exporter down")
+
+    listener.tracer = Broken()
+    guard = Guard(listeners=[listener])
+    guard.record(_grep(1))
+    assert guard.record(_grep(2)).action.wire == "stop"
+    assert "telemetry span not made: exporter down" in caplog.text
+
+
 def test_off_without_an_endpoint_and_with_otel_sdk_disabled(collector: Collector) -> None:
     assert listener_for({}) is None
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url}
@@ -300,8 +317,10 @@ def test_off_without_an_endpoint_and_with_otel_sdk_disabled(collector: Collector
     # the host's gRPC exporter setup is not ours: no export rather than a broken one
     assert listener_for({**env, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}) is None
     with pytest.raises(ConfigError, match="http/protobuf"):
-        listener_for({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, {"endpoint": collector.url})
+        listener_for({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, {"service_name": "x"})
     assert listener_for({**env, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}) is not None
+    # an endpoint of the config's own is spoken to over HTTP whatever the host's protocol
+    assert listener_for({"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, {"endpoint": collector.url})
 
 
 def test_guard_from_config_without_telemetry_attaches_nothing(tmp_path: Path) -> None:

@@ -131,7 +131,7 @@ def listener_for(
 
     Raises:
         ConfigError: a bad ``[telemetry]`` table, or an OTLP protocol other than http/protobuf
-            when the config asked for telemetry.
+            when the config asked for telemetry without an endpoint of its own.
         MissingExtra: the config asked for telemetry and the ``otel`` extra is not installed.
     """
     env = os.environ if env is None else env
@@ -144,7 +144,7 @@ def listener_for(
         or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
         or ""
     )
-    if protocol.strip().lower() not in _PROTOCOLS:
+    if settings.endpoint is None and protocol.strip().lower() not in _PROTOCOLS:
         if not asked:
             return None  # the host's own OTLP setup (gRPC, JSON): not ours to speak
         raise ConfigError(
@@ -274,7 +274,18 @@ class TelemetryListener(Listener):
         return f"TelemetryListener(capture_content={self.capture_content})"
 
     def on_verdict(self, step: Step, verdict: Verdict) -> None:
-        """One span for the step; the guardrail result on it when the verdict is not continue."""
+        """One span for the step; the guardrail result on it when the verdict is not continue.
+
+        Telemetry never changes a verdict: a failure here is logged, not raised.
+        """
+        try:
+            self._span(step, verdict)
+        except Exception as exc:
+            import logging
+
+            logging.getLogger("antiloop").warning("antiloop: telemetry span not made: %s", exc)
+
+    def _span(self, step: Step, verdict: Verdict) -> None:
         from opentelemetry import trace
         from opentelemetry.trace import SpanKind, Status, StatusCode
 
