@@ -314,6 +314,8 @@ def test_off_without_an_endpoint_and_with_otel_sdk_disabled(collector: Collector
     assert listener_for({**env, "OTEL_SDK_DISABLED": "true"}) is None
     assert listener_for({"OTEL_SDK_DISABLED": "true"}, {"endpoint": collector.url}) is None
     assert listener_for(env, {"enabled": False}) is None
+    assert listener_for({**env, "OTEL_TRACES_EXPORTER": "none"}) is None
+    assert listener_for({**env, "OTEL_TRACES_EXPORTER": "console,otlp"}) is not None
     # the host's gRPC exporter setup is not ours: no export rather than a broken one
     assert listener_for({**env, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}) is None
     with pytest.raises(ConfigError, match="http/protobuf"):

@@ -2,7 +2,7 @@
 
 On when the standard OTLP environment names an endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` or
 ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``), or when the config has a ``[telemetry]`` table;
-``OTEL_SDK_DISABLED=true`` (or ``enabled = false``) turns it off::
+``OTEL_SDK_DISABLED=true``, ``OTEL_TRACES_EXPORTER=none`` or ``enabled = false`` turn it off::
 
     [telemetry]
     endpoint = "http://127.0.0.1:4318"   # OTLP/HTTP; /v1/traces is added as the SDK does
@@ -109,6 +109,9 @@ def telemetry_settings(
 def _wanted(env: Mapping[str, str], settings: TelemetrySettings, asked: bool) -> bool:
     if (env.get("OTEL_SDK_DISABLED") or "").strip().lower() == "true":
         return False
+    exporters = (env.get("OTEL_TRACES_EXPORTER") or "").strip().lower()
+    if exporters and "otlp" not in {e.strip() for e in exporters.split(",")}:
+        return False  # "none", or a console exporter only: no OTLP export of traces
     if settings.enabled is not None:
         return settings.enabled
     return asked or any(env.get(name) for name in ENDPOINT_ENVS)
