@@ -8,6 +8,7 @@ On when the standard OTLP environment names an endpoint (``OTEL_EXPORTER_OTLP_EN
     endpoint = "http://127.0.0.1:4318"   # OTLP/HTTP; /v1/traces is added as the SDK does
     service_name = "my-agent"            # else OTEL_SERVICE_NAME, else "antiloop"
     capture_content = false              # else OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+    timeout = 5                          # seconds an export may take (hooks: at most 1 s)
 
 Every recorded step is an ``execute_tool {gen_ai.tool.name}`` span (``gen_ai.tool.call.id`` is
 the step id, ``gen_ai.conversation.id`` the session, ``gen_ai.agent.name`` the agent). A verdict
@@ -17,6 +18,12 @@ other than continue adds the conventions' ``gen_ai.guardrail.result`` event (com
 outputs (``gen_ai.tool.call.arguments``, ``gen_ai.tool.call.result``) only with content capture
 on, redacted. A span joins the current OpenTelemetry span, else the ``TRACEPARENT`` of the
 environment (W3C trace context, as Claude Code sets it for Bash).
+
+The names follow the GenAI conventions, which now live in open-telemetry/semantic-conventions-genai
+(``docs/gen-ai/gen-ai-guardrails.md``): a dedicated in-process guardrail emits
+``gen_ai.guardrail.result`` (here a span event on the step's span, so it travels with the trace);
+the ``apply_guardrail`` client span is for remote guardrail services, so none is made. The
+provider-native result is kept as it is (``stop``, ``block``...), as the conventions ask.
 
 This module imports OpenTelemetry only when telemetry is on: the hook path starts per call.
 """
