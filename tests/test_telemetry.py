@@ -423,6 +423,34 @@ def test_hook_processes_export_spans_in_the_hosts_trace(
     assert "gen_ai.tool.call.arguments" not in second.attributes
 
 
+def test_the_hooks_read_the_telemetry_table_of_their_config(
+    tmp_path: Path, collector: Collector
+) -> None:
+    from antiloop.hooks.runner import run_hook
+
+    config = tmp_path / "antiloop.toml"
+    config.write_text(f'[telemetry]\nendpoint = "{collector.url}"\n', encoding="utf-8")
+    env = {k: v for k, v in _hook_env(tmp_path, collector).items() if not k.startswith("OTEL_")}
+    env["ANTILOOP_CONFIG"] = str(config)
+    answer = run_hook("claude-code", _post_tool_use(7, tmp_path), env=env)
+    assert answer.code == 0
+    assert "systemMessage" not in answer.stdout, answer
+    [span] = collector.wait(1)
+    assert span.attributes["gen_ai.tool.call.id"] == "toolu_7"
+    assert span.trace_id == TRACE_ID
+
+
+def test_a_bad_telemetry_table_is_the_hooks_config_error(tmp_path: Path) -> None:
+    from antiloop.hooks.runner import run_hook
+
+    config = tmp_path / "antiloop.toml"
+    config.write_text('[telemetry]\nendpoint = "nowhere"\n', encoding="utf-8")
+    env = {"ANTILOOP_CONFIG": str(config), "ANTILOOP_HOOKD": "0"}
+    env["ANTILOOP_STORE"] = f"sqlite:///{tmp_path / 'antiloop.db'}"
+    answer = run_hook("claude-code", _post_tool_use(1, tmp_path), env=env)
+    assert "'endpoint' must be an http:// or https:// URL" in answer.stdout
+
+
 PROBE = (
     "import sys; from antiloop.cli import main; code = main();"
     "print('in-process' if 'antiloop.hooks.runner' in sys.modules else 'daemon', file=sys.stderr);"
