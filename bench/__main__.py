@@ -24,6 +24,7 @@ SUITES = {
     "durability": "bench.durability",
     "clis": "bench.clis",
     "goal": "bench.goal",
+    "telemetry": "bench.telemetry",
 }
 
 

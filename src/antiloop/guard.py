@@ -89,6 +89,18 @@ def _error_digest(record: StepRecord | None, step: Step) -> str:
     return fingerprint.digest8(line)
 
 
+def _telemetry_listener(table: Mapping[str, Any] | None, source: str) -> Listener | None:
+    """The OpenTelemetry listener, when ``[telemetry]`` or the OTLP environment asks for one."""
+    if table is None and not (
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    ):
+        return None  # nothing asks: antiloop.telemetry (and OpenTelemetry) stay unimported
+    from antiloop.telemetry import listener_for
+
+    return listener_for(os.environ, table, source=source)
+
+
 def _log() -> logging.Logger:
     """The ``antiloop`` logger; imported on first use (the hook path starts per call)."""
     import logging
@@ -254,15 +266,26 @@ class Guard:
 
     @classmethod
     def from_config(cls, source: str | Mapping[str, Any] | GuardConfig, **kw: Any) -> Guard:
-        """A Guard from a config file path (TOML or JSON), a mapping, or a GuardConfig."""
-        from antiloop.config import load_config
+        """A Guard from a config file path (TOML or JSON), a mapping, or a GuardConfig.
 
+        OpenTelemetry export (``antiloop.telemetry``) is attached when the OTLP environment or
+        the file's ``[telemetry]`` table asks for it.
+        """
+        from antiloop.config import read_settings
+
+        telemetry: Mapping[str, Any] | None = None
+        where = "config"
         if isinstance(source, GuardConfig):
             config = source
         elif isinstance(source, Mapping):
             config = GuardConfig.from_mapping(source)
         else:
-            config = load_config(source)
+            settings = read_settings(source)
+            config = GuardConfig.from_mapping(settings.guard, source=settings.source)
+            telemetry, where = settings.tables.get("telemetry"), settings.source
+        listener = _telemetry_listener(telemetry, where)
+        if listener is not None:
+            kw["listeners"] = [*kw.get("listeners", ()), listener]
         return cls(config=config, **kw)
 
     # -- before a call ---------------------------------------------------------------------

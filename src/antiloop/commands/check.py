@@ -7,20 +7,22 @@ import json
 import os
 import sys
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from antiloop.config import GuardConfig, load_config
 from antiloop.errors import BadStep
-from antiloop.events import parse_line
+from antiloop.events import Step, parse_line
 from antiloop.guard import Guard
 from antiloop.history import SessionState
 from antiloop.stores.memory import MemoryStore
-from antiloop.verdict import Action, invalid_wire
+from antiloop.verdict import Action, Verdict, invalid_wire
 
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_STOPPED = 3
+SUMMARY_VERSION = "antiloop-check/1"
 EXIT_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 
 
@@ -55,17 +57,43 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``antiloop check``."""
     parser.add_argument("file", nargs="?", default="-", help="a .jsonl file, or - for stdin")
     parser.add_argument("--config", help="a JSON or TOML config (PROTOCOL.md section 7)")
+    parser.add_argument(
+        "--summary-json",
+        metavar="FILE",
+        help="write a summary for CI: why the run ended, steps, spend, loops and fingerprints",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(ns: argparse.Namespace) -> int:
     """Run ``antiloop check``."""
-    return run_check(ns.file, ns.config)
+    return run_check(ns.file, ns.config, ns.summary_json)
 
 
-def run_check(file: str, config_path: str | None) -> int:
-    """Judge the stream in ``file`` (``-`` for stdin); returns the exit status."""
+def run_check(file: str, config_path: str | None, summary_path: str | None = None) -> int:
+    """Judge the stream in ``file`` (``-`` for stdin); returns the exit status.
+
+    With ``summary_path``, the run's summary (``RunSummary``) is written there, however the
+    run ended; a spend line goes to stderr when the steps carried usage.
+    """
     config = load_config(config_path) if config_path else GuardConfig()
+    summary = RunSummary(sessions=set() if summary_path is not None else None)
+    code, ended = _check(file, config, summary)
+    if summary.spend.steps:
+        print(f"antiloop: {summary.spend_line()}", file=sys.stderr)
+    if summary_path is not None:
+        try:
+            Path(summary_path).write_text(
+                json.dumps(summary.to_dict(ended, code), indent=2) + "\n", encoding="utf-8"
+            )
+        except OSError as exc:
+            print(f"antiloop: cannot write {summary_path}: {exc.strerror or exc}", file=sys.stderr)
+            return code or EXIT_USAGE
+    return code
+
+
+def _check(file: str, config: GuardConfig, summary: RunSummary) -> tuple[int, str]:
+    """The exit status and why the run ended."""
     try:
         if file == "-":
             if sys.stdin.isatty():  # a person at a terminal: say what is awaited, not wait mute
@@ -74,26 +102,40 @@ def run_check(file: str, config_path: str | None) -> int:
                     "(Ctrl-D ends; give a FILE to judge one)",
                     file=sys.stderr,
                 )
-            return judge_stream(sys.stdin.buffer, sys.stdout, guard_for(config), flush=True)
+            code = judge_stream(
+                sys.stdin.buffer, sys.stdout, guard_for(config), flush=True, summary=summary
+            )
+            return code, _ended(code)
         try:
             stream = Path(file).open("rb")  # noqa: SIM115 - closed below, after the loop
         except OSError as exc:
             print(f"antiloop: cannot read {file}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return EXIT_USAGE, "unreadable input"
         with stream:
-            code = judge_stream(stream, sys.stdout, guard_for(config))
+            code = judge_stream(stream, sys.stdout, guard_for(config), summary=summary)
             sys.stdout.flush()
-            return code
+            return code, _ended(code)
     except BrokenPipeError:
         # The reader went away: the verdicts after it were not delivered, which is no success.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # the exit-time flush must not fail again
         os.close(devnull)
         print("antiloop: stdout closed before every verdict was written", file=sys.stderr)
-        return EXIT_PIPE
+        return EXIT_PIPE, "stdout closed"
 
 
-def judge_stream(source: IO[bytes], out: IO[str], guard: Guard, *, flush: bool = False) -> int:
+def _ended(code: int) -> str:
+    return "stopped" if code == EXIT_STOPPED else "end of input"
+
+
+def judge_stream(
+    source: IO[bytes],
+    out: IO[str],
+    guard: Guard,
+    *,
+    flush: bool = False,
+    summary: RunSummary | None = None,
+) -> int:
     """Write one verdict line per non-blank input line; returns 3 if a session stopped."""
     stopped = False
     index = 0
@@ -101,7 +143,7 @@ def judge_stream(source: IO[bytes], out: IO[str], guard: Guard, *, flush: bool =
     for lineno, raw in enumerate(source, 1):
         if not raw.strip():
             continue
-        line, stops = _judge_line(guard, raw, lineno, index)
+        line, stops = _judge_line(guard, raw, lineno, index, summary)
         del raw  # a huge line is held once at a time, never two
         stopped = stopped or stops
         write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -112,16 +154,185 @@ def judge_stream(source: IO[bytes], out: IO[str], guard: Guard, *, flush: bool =
 
 
 def _judge_line(
-    guard: Guard, raw: bytes, lineno: int, index: int
+    guard: Guard, raw: bytes, lineno: int, index: int, summary: RunSummary | None = None
 ) -> tuple[dict[str, object], bool]:
     """The verdict line for one input line, and whether it stopped its session."""
     try:
         step = parse_line(raw)
     except BadStep as exc:
+        if summary is not None:
+            summary.invalid += 1
         return invalid_wire(index, f"line {lineno}: {exc}"), False
     try:
         verdict = guard.record(step)
     except RecursionError:  # too deep for the engine though within the parser's limit
+        if summary is not None:
+            summary.invalid += 1
         return invalid_wire(index, f"line {lineno}: nested too deeply to judge"), False
     stops = verdict.action is Action.STOP and verdict.detector not in ("goal", "terminated")
+    if summary is not None:
+        state = guard.store.peek(step.session)
+        summary.add(step, verdict, index, state.steps - 1 if state else 0, stops)
     return verdict.to_wire(index), stops
+
+
+@dataclass
+class Spend:
+    """Usage summed over steps (PROTOCOL section 2's ``tokens_in``, ``tokens_out``, ``cost_usd``).
+
+    Attributes:
+        steps: the steps that carried any usage.
+    """
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    steps: int = 0
+
+    def add(self, usage: tuple[int | None, int | None, float | None]) -> None:
+        """Add one step's usage."""
+        tokens_in, tokens_out, cost = usage
+        self.tokens_in += tokens_in or 0
+        self.tokens_out += tokens_out or 0
+        self.cost_usd += cost or 0.0
+        self.steps += 1
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON form."""
+        return {
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost_usd": round(self.cost_usd, 6),
+            "steps_with_usage": self.steps,
+        }
+
+    def line(self) -> str:
+        """One line for people."""
+        return (
+            f"{self.tokens_in} tokens in, {self.tokens_out} out, ${self.cost_usd:.4f} "
+            f"({self.steps} steps with usage)"
+        )
+
+
+Usage = tuple[int | None, int | None, float | None]
+
+
+@dataclass
+class _Loop:
+    session: str
+    agent: str
+    fingerprint: str
+    detector: str | None
+    action: str
+    first: int
+    evidence: set[int] = field(default_factory=set)
+
+
+@dataclass
+class RunSummary:
+    """What ``--summary-json`` writes: why the run ended, the steps, the spend, the loops.
+
+    ``ended`` is ``end of input``, ``stopped`` (a session stopped: exit 3), ``stdout closed``
+    or ``unreadable input``; ``loops`` holds one entry per fingerprint and session, with the
+    stream index of its first verdict and the session's step indices of its evidence.
+
+    The spend inside loops is the usage of the steps that make a loop verdict's evidence.
+    Usage is kept per session only for steps that carry it; ``sessions`` (the names seen) only
+    when it is a set, since a stream may have any number of them.
+    """
+
+    steps: int = 0
+    invalid: int = 0
+    spend: Spend = field(default_factory=Spend)
+    stopped: list[dict[str, object]] = field(default_factory=list)
+    _usage: dict[str, dict[int, Usage]] = field(default_factory=dict)
+    _loops: dict[tuple[str, str], _Loop] = field(default_factory=dict)
+    sessions: set[str] | None = None
+
+    def add(self, step: Step, verdict: Verdict, index: int, at: int, stops: bool) -> None:
+        """One judged step: its stream index, its index in its session, whether it stopped."""
+        self.steps += 1
+        if self.sessions is not None:
+            self.sessions.add(step.session)
+        if step.tokens_in is not None or step.tokens_out is not None or step.cost_usd is not None:
+            usage = (step.tokens_in, step.tokens_out, step.cost_usd)
+            self.spend.add(usage)
+            self._usage.setdefault(step.session, {})[at] = usage
+        if verdict.outcome == "loop" and verdict.fingerprint:
+            key = (step.session, verdict.fingerprint)
+            loop = self._loops.get(key)
+            if loop is None:
+                loop = _Loop(
+                    step.session,
+                    step.agent,
+                    verdict.fingerprint,
+                    verdict.detector,
+                    verdict.action.wire,
+                    index,
+                )
+                self._loops[key] = loop
+            loop.evidence.update(verdict.evidence or (at,))
+        if stops:
+            self.stopped.append(
+                {
+                    "session": step.session,
+                    "index": index,
+                    "detector": verdict.detector,
+                    "outcome": verdict.outcome,
+                    "fingerprint": verdict.fingerprint,
+                    "reason": verdict.reason,
+                }
+            )
+
+    def _spend_of(self, session: str, indices: set[int]) -> Spend:
+        spend = Spend()
+        usage = self._usage.get(session, {})
+        for i in sorted(indices):
+            if i in usage:
+                spend.add(usage[i])
+        return spend
+
+    def loop_spend(self) -> Spend:
+        """The usage of every step inside a loop, each counted once."""
+        inside: dict[str, set[int]] = {}
+        for loop in self._loops.values():
+            inside.setdefault(loop.session, set()).update(loop.evidence)
+        total = Spend()
+        for session, indices in inside.items():
+            part = self._spend_of(session, indices)
+            total.tokens_in += part.tokens_in
+            total.tokens_out += part.tokens_out
+            total.cost_usd += part.cost_usd
+            total.steps += part.steps
+        return total
+
+    def spend_line(self) -> str:
+        """The spend, and the spend inside loops, in one line."""
+        return f"spend {self.spend.line()}; inside loops {self.loop_spend().line()}"
+
+    def to_dict(self, ended: str, exit_code: int) -> dict[str, object]:
+        """The JSON summary."""
+        return {
+            "summary": SUMMARY_VERSION,
+            "ended": ended,
+            "exit_code": exit_code,
+            "steps": self.steps,
+            "invalid": self.invalid,
+            "sessions": None if self.sessions is None else len(self.sessions),
+            "spend": self.spend.to_dict(),
+            "loop_spend": self.loop_spend().to_dict(),
+            "stopped": self.stopped,
+            "loops": [
+                {
+                    "session": loop.session,
+                    "agent": loop.agent,
+                    "fingerprint": loop.fingerprint,
+                    "detector": loop.detector,
+                    "action": loop.action,
+                    "first_index": loop.first,
+                    "session_steps": sorted(loop.evidence),
+                    "spend": self._spend_of(loop.session, loop.evidence).to_dict(),
+                }
+                for loop in self._loops.values()
+            ],
+        }

@@ -55,6 +55,10 @@ def describe(path: Path | str) -> str:
         ApprovalPolicy.from_mapping(approval, f"{settings.source} [approval]")
     _hook_table(settings.tables.get("hooks", {}), settings.source)
     _audit_table(settings.tables.get("audit", {}), settings.source)
+    if "telemetry" in settings.tables:
+        from antiloop.telemetry import telemetry_settings
+
+        telemetry_settings(settings.tables["telemetry"], settings.source)
     parts = [f"{len(settings.guard)} guard keys"]
     parts += [f"[{name}] {len(table)} keys" for name, table in settings.tables.items()]
     return ", ".join(parts)

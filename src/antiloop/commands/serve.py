@@ -59,6 +59,7 @@ def load(path: str | None) -> tuple[object | None, object | None]:
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot read config {file}: {exc}") from None
     approval = data.pop("approval", None)
+    data.pop("telemetry", None)  # read by antiloop.telemetry.attach_from
     guard = data.pop("guard", data)
     policy = ApprovalPolicy.from_mapping(approval, f"{file} [approval]") if approval else None
     return GuardConfig.from_mapping(guard, str(file)), policy
@@ -103,6 +104,9 @@ def run(ns: argparse.Namespace) -> int:
         webhook_secret=secret,
         limits=Limits(max_body=ns.max_body, store_timeout=ns.store_timeout),
     )
+    from antiloop.telemetry import attach_from
+
+    attach_from(service.guard, ns.config)  # OpenTelemetry: [telemetry] or the OTLP environment
     _port_free(ns.host, ns.port)  # before the URL and token are printed
     if "ANTILOOP_TOKEN" in os.environ:
         print(f"antiloop serve: {url}/  store {service.store.url}", file=sys.stderr)

@@ -84,6 +84,7 @@ class HookConfig:
         deadline: seconds within which the hook answers.
         fail: ``open`` (an internal error lets the call go on, with a message) or ``closed``.
         source: the file read, or None.
+        telemetry: the ``[telemetry]`` table as given (``antiloop.telemetry`` checks it).
     """
 
     guard: Mapping[str, Any] = field(default_factory=dict)
@@ -93,6 +94,7 @@ class HookConfig:
     deadline: float = DEFAULT_DEADLINE
     fail: str = "open"
     source: str | None = None
+    telemetry: Mapping[str, Any] | None = None
 
     def guard_config(self) -> GuardConfig:
         """The GuardConfig with the hook defaults applied where the file said nothing."""
@@ -170,6 +172,7 @@ def load_hook_config(
         explicit=frozenset(guard),
         policy=policy,
         source=settings.source,
+        telemetry=settings.tables.get("telemetry"),
         **switches,
     )
 

@@ -36,12 +36,14 @@ from antiloop.hooks.events import (
 
 if TYPE_CHECKING:
     from antiloop.hooks.config import HookConfig
-    from antiloop.hooks.handler import Outcome
+    from antiloop.hooks.handler import HookHandler, Outcome
     from antiloop.stores import Store
+    from antiloop.telemetry import TelemetryListener
 
 __all__ = ["HookAnswer", "run_hook", "store_url"]
 
 END_DEADLINE = 1.0
+EXPORT_LIMIT = 1.0  # seconds: the OpenTelemetry export of a hook's spans (antiloop.telemetry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +135,17 @@ def _run(
         from antiloop.hooks.handler import HookHandler
 
         handler = HookHandler(config, store or store_url(env), timeout=limit)
+        telemetry = None
         try:
+            telemetry = _telemetry(handler, config, env, limit)
             box["outcome"] = handler.handle(event)
         except BaseException as exc:
             box["error"] = exc
         finally:
             try:
                 handler.close()
+                if telemetry is not None:
+                    telemetry.flush(_export_limit(limit))
             except Exception as exc:
                 box.setdefault("error", exc)
 
@@ -154,6 +160,28 @@ def _run(
     from antiloop.hooks.render import render
 
     return HookAnswer(_dump(render(event, box["outcome"])))
+
+
+def _telemetry(
+    handler: HookHandler, config: HookConfig, env: Mapping[str, str], limit: float
+) -> TelemetryListener | None:
+    """Attach the OpenTelemetry listener when ``[telemetry]`` or the OTLP environment asks."""
+    if config.telemetry is None and not (
+        env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    ):
+        return None  # OpenTelemetry is not imported: a hook process starts per call
+    from antiloop.telemetry import listener_for
+
+    source = config.source or "config"
+    listener = listener_for(env, config.telemetry, source=source, timeout=_export_limit(limit))
+    if listener is not None:
+        handler.guard.listeners.append(listener)
+    return listener
+
+
+def _export_limit(deadline: float) -> float:
+    """Seconds a span export may hold up the hook: a down collector costs at most this."""
+    return min(EXPORT_LIMIT, deadline / 4)
 
 
 def store_url(env: Mapping[str, str]) -> str:
