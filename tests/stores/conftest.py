@@ -28,6 +28,7 @@ PARAMS = [
     "sqlite",
     pytest.param("redis", marks=pytest.mark.redis),
     pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("split", marks=[pytest.mark.redis, pytest.mark.postgres]),
 ]
 
 
@@ -81,7 +82,15 @@ class Backend:
         self.tag = f"t{uuid.uuid4().hex[:12]}"
         self._stores: list[Any] = []
         self._memory: MemoryStore | None = None
-        if kind == "sqlite":
+        #: where the audit log lives: a split store keeps it in PostgreSQL
+        self.records_kind = "postgres" if kind == "split" else kind
+        if kind == "split":  # state in Redis, records in PostgreSQL
+            need_server("Redis", REDIS)
+            need_server("PostgreSQL", POSTGRES)
+            self.base = postgres_base()
+            self.state_url = f"redis://127.0.0.1:6379/0?prefix=antiloop-test-{self.tag}"
+            self.url = f"{self.base}?schema=antiloop_test_{self.tag}"
+        elif kind == "sqlite":
             self.url = f"sqlite:///{tmp_path / 'antiloop.db'}"
         elif kind == "redis":
             need_server("Redis", REDIS)
@@ -99,6 +108,15 @@ class Backend:
             if self._memory is None:
                 self._memory = MemoryStore(**options)
             return self._memory
+        if self.kind == "split":
+            from antiloop.stores.postgres import PostgresStore
+            from antiloop.stores.redis import RedisStore
+            from antiloop.stores.split import SplitStore
+
+            state = RedisStore.from_url(self.state_url, **options)
+            split = SplitStore(state, PostgresStore.from_url(self.url, **options))
+            self._stores.append(split)
+            return split
         if options:
             from antiloop.stores import BUILTIN
 
@@ -125,7 +143,7 @@ class Backend:
             import redis
 
             return redis.Redis.from_url("redis://127.0.0.1:6379/0")
-        if self.kind == "postgres":
+        if self.kind in ("postgres", "split"):
             import psycopg
 
             schema = f"antiloop_test_{self.tag}"
@@ -136,7 +154,7 @@ class Backend:
         """Close the stores and drop the test's keys or schema."""
         for store in self._stores:
             store.close()
-        if self.kind == "redis":
+        if self.kind in ("redis", "split"):
             import redis
 
             client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
@@ -144,7 +162,7 @@ class Backend:
             if keys:
                 client.delete(*keys)
             client.close()
-        elif self.kind == "postgres":
+        if self.kind in ("postgres", "split"):
             import psycopg
 
             with psycopg.connect(self.base, autocommit=True) as conn:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from antiloop.hooks.handler import Outcome
     from antiloop.stores import Store
 
-__all__ = ["HookAnswer", "run_hook", "store_url"]
+__all__ = ["HookAnswer", "open_split", "run_hook", "store_url"]
 
 END_DEADLINE = 1.0
 
@@ -132,7 +132,11 @@ def _run(
     def work() -> None:
         from antiloop.hooks.handler import HookHandler
 
-        handler = HookHandler(config, store or store_url(env), timeout=limit)
+        try:  # ANTILOOP_RECORDS: a split store, opened here (a bad URL is this hook's error)
+            handler = HookHandler(config, store or open_split(env) or store_url(env), timeout=limit)
+        except BaseException as exc:
+            box["error"] = exc
+            return
         try:
             box["outcome"] = handler.handle(event)
         except BaseException as exc:
@@ -154,6 +158,16 @@ def _run(
     from antiloop.hooks.render import render
 
     return HookAnswer(_dump(render(event, box["outcome"])))
+
+
+def open_split(env: Mapping[str, str]) -> Store | None:
+    """State in ``ANTILOOP_STORE``, records in ``ANTILOOP_RECORDS``, when that is set."""
+    records = env.get("ANTILOOP_RECORDS")
+    if not records:
+        return None
+    from antiloop.stores import open_store
+
+    return open_store(store_url(env), records=records)
 
 
 def store_url(env: Mapping[str, str]) -> str:
@@ -252,7 +266,9 @@ def _keep_unknown(
     from antiloop.audit import AuditEvent
     from antiloop.stores import open_store
 
-    opened = open_store(store_url(env)) if store is None or isinstance(store, str) else store
+    opened = store if store is not None and not isinstance(store, str) else None
+    if opened is None:
+        opened = open_split(env) or open_store(store_url(env))
     try:
         sink = getattr(opened, "append_audit", None)
         if sink is None:
