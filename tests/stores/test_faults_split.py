@@ -7,12 +7,15 @@ both its state (the step count) and its audit record, and no step may be recorde
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.stores.test_faults_postgres import Cluster
+from tests.stores.test_faults_redis import RedisServer
 
 from antiloop import Guard, GuardConfig, Step
 from antiloop.errors import StoreError
@@ -20,8 +23,6 @@ from antiloop.stores.postgres import PostgresStore
 from antiloop.stores.redis import RedisStore
 from antiloop.stores.split import SplitStore
 from antiloop.verdict import Action, Verdict
-from tests.stores.test_faults_postgres import Cluster
-from tests.stores.test_faults_redis import RedisServer
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
@@ -86,10 +87,8 @@ class Split:
 
     def close(self) -> None:
         for store in self.opened:
-            try:
+            with contextlib.suppress(StoreError):
                 store.close()
-            except StoreError:
-                pass
 
 
 @pytest.fixture
@@ -129,7 +128,8 @@ def test_postgres_down_saves_no_state_and_follows_on_store_error(split: Split, m
     assert split.steps() == 3  # the state of step 3 was not saved
     split.postgres.start()
     again = guard.record(_step(3))  # the retry, once PostgreSQL is back
-    assert again.action is Action.CONTINUE and not _failed(again, mode)
+    assert again.action is Action.CONTINUE
+    assert not _failed(again, mode)
     assert split.steps() == 4
     assert split.indexes() == [0, 1, 2, 3]
 
