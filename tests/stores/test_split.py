@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.stores.conftest import Backend
 
 from antiloop import Guard, GuardConfig, Step
 from antiloop.errors import ConfigError
@@ -24,7 +25,6 @@ from antiloop.stores.postgres import PostgresStore
 from antiloop.stores.redis import RedisStore
 from antiloop.stores.split import SplitStore
 from antiloop.verdict import Action
-from tests.stores.conftest import Backend
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
