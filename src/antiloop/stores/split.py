@@ -36,6 +36,7 @@ state.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -90,10 +91,9 @@ class SplitStore:
         return f"{self.state.url} records={self.records.url}"
 
     @property
-    def timeout(self) -> float | None:
-        """The records store's call deadline (seconds), when it has one."""
-        value = getattr(self.records, "timeout", None)
-        return float(value) if value is not None else None
+    def timeout(self) -> float:
+        """The records store's call deadline in seconds (``inf`` when it has none)."""
+        return float(getattr(self.records, "timeout", math.inf))
 
     @timeout.setter
     def timeout(self, seconds: float) -> None:
