@@ -2,7 +2,8 @@
 
 Interleaved sessions (distinct reads, a repeated search, an edit/test cycle, a command failing
 the same way, retries of a step by its id) go round-robin over three real replicas on loopback,
-sharing a Redis of the test's own (and, for ``split``, records in PostgreSQL). The same steps,
+sharing a Redis of the test's own (and, for ``split``, records in PostgreSQL) or the Redis
+Cluster of the ``redis_cluster`` fixture. The same steps,
 in the same order, go to one in-process guard; every verdict must be the same.
 """
 
@@ -91,31 +92,37 @@ def _post(url: str, step: dict[str, Any], token: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def records(request: pytest.FixtureRequest) -> Iterator[list[str]]:
-    """``--records`` arguments: none, or a PostgreSQL schema of the test's own (dropped)."""
-    if request.param != "split":
-        yield []
+def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[str]]:
+    """The replicas' store arguments: a Redis of the test's own (``redis``), the same with
+    records in a PostgreSQL schema of the test's own (``split``), or the Redis Cluster."""
+    if request.param == "cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        yield ["--store", f"{cluster.url}?prefix=eq-{uuid.uuid4().hex[:8]}"]
         return
-    need_server("PostgreSQL", POSTGRES)
-    base = postgres_base()
-    schema = f"eq_{uuid.uuid4().hex[:12]}"
-    yield ["--records", f"{base}?schema={schema}"]
-    import psycopg
+    redis = RedisServer(tmp_path)
+    redis.start()
+    try:
+        if request.param != "split":
+            yield ["--store", redis.url(prefix="eq")]
+            return
+        need_server("PostgreSQL", POSTGRES)
+        base = postgres_base()
+        schema = f"eq_{uuid.uuid4().hex[:12]}"
+        yield ["--store", redis.url(prefix="eq"), "--records", f"{base}?schema={schema}"]
+        import psycopg
 
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+    finally:
+        redis.stop()
 
 
-@pytest.mark.parametrize("records", ["redis", "split"], indirect=True)
-def test_three_replicas_judge_as_one_in_process_guard(tmp_path: Path, records: list[str]) -> None:
+@pytest.mark.parametrize("stores", ["redis", "split", "cluster"], indirect=True)
+def test_three_replicas_judge_as_one_in_process_guard(tmp_path: Path, stores: list[str]) -> None:
     """Every verdict of the fleet equals the in-process guard's, step for step."""
     from tests.server.conftest import TOKEN, start_server, stop_server
 
-    redis = RedisServer(tmp_path)
-    redis.start()
-    replicas = [
-        start_server(tmp_path, "--store", redis.url(prefix="eq"), *records) for _ in range(3)
-    ]
+    replicas = [start_server(tmp_path, *stores) for _ in range(3)]
     guard = Guard(config=GuardConfig(embedder="ngram"))
     actions: dict[str, int] = {}
     script = _script(sessions=12, steps=10)
@@ -131,11 +138,10 @@ def test_three_replicas_judge_as_one_in_process_guard(tmp_path: Path, records: l
     finally:
         for replica in replicas:
             stop_server(replica)
-        redis.stop()
     assert mismatched == []
     states = [guard.store.peek(f"eq{s}") for s in range(12)]
     stopped = sum(1 for state in states if state is not None and state.ended is not None)
     assert stopped == 6  # the repeats and the cycles ended their sessions, in both
     assert set(actions) == {"continue", "ask", "stop"}  # the failing command asked
-    kind = "split" if records else "redis"
+    kind = " ".join(stores)
     print(f"fleet equivalence ({kind}): {len(script)} steps, {actions}, all the same")
