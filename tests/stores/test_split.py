@@ -160,3 +160,31 @@ def test_hooks_read_antiloop_records(split: Backend, tmp_path: Path) -> None:
         assert answer.code == 0, answer
     assert _redis_steps(split.state_url) == 2
     assert len(_records(split.url)) == 2
+
+
+def test_concurrent_steps_of_one_session_through_two_split_stores_each_get_one_index(
+    split: Backend,
+) -> None:
+    """Threads on two split stores record one session's steps: no index judged twice."""
+    import threading
+
+    guards = [Guard(config=CONFIG, store=split.open(), audit=True) for _ in range(2)]
+
+    def work(w: int) -> None:
+        for n in range(15):
+            step = Step(tool="read", args={"path": f"w{w}-{n}"}, output=f"{w} {n}", session="s")
+            guards[w % 2].record(step)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert _redis_steps(split.state_url) == 60
+    store = PostgresStore.from_url(split.url)
+    try:
+        records = list(store.audit_records("s"))
+    finally:
+        store.close()
+    assert sorted(r.index for r in records) == list(range(60))
+    assert len({r.output for r in records}) == 60
