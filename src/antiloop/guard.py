@@ -190,6 +190,15 @@ def default_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
     return AnyOf(parts)
 
 
+def _split(store: Store | str | None, records: Store | str) -> Store:
+    """State in ``store`` (memory by default), records in ``records``: a SplitStore."""
+    from antiloop.stores import open_store
+    from antiloop.stores.split import SplitStore
+
+    state = open_store(store) if isinstance(store, str) else store or MemoryStore()
+    return SplitStore(state, open_store(records) if isinstance(records, str) else records)
+
+
 class Guard:
     """Keeps agents from looping: judges each step and remembers what it needs, nothing more.
 
@@ -202,6 +211,9 @@ class Guard:
         approver: called with an ``ask`` verdict by ``enforce()``; returns True to go on.
         mode: ``enforce`` (default) or ``shadow``: judge and log everything, never block.
         store: where session state lives: a Store or a URL; in this process by default.
+        records: where the audit log, approvals and interventions live when not in ``store``
+            (a Store or URL, e.g. ``postgresql://…`` beside ``store="redis://…"``): a
+            ``SplitStore`` (``antiloop.stores.split``) then judges each step.
         audit: write an audit event per step to the store, when the store keeps an audit log
             (default: yes, except for the in-process memory store).
         on_store_error: ``allow`` (default: go on unguarded, with a loud log line) or
@@ -229,6 +241,7 @@ class Guard:
         approver: Callable[[Verdict], bool] | None = None,
         mode: str | None = None,
         store: Store | str | None = None,
+        records: Store | str | None = None,
         audit: bool | None = None,
         on_store_error: str | None = None,
         clock: Callable[[], float] = time.time,
@@ -248,6 +261,8 @@ class Guard:
         self._lookback = max(period, 1)
         self._window = max(2 * period, self.config.repeat_threshold, 1)
         self._messages = self.config.stagnation_window + 1
+        if records is not None:
+            store = _split(store, records)
         if isinstance(store, str):
             from antiloop.stores import open_store
 

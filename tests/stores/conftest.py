@@ -8,7 +8,10 @@ under ``CI=true``, they fail. Each test gets its own Redis key prefix and Postgr
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -28,6 +31,8 @@ PARAMS = [
     "sqlite",
     pytest.param("redis", marks=pytest.mark.redis),
     pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("split", marks=[pytest.mark.redis, pytest.mark.postgres]),
+    pytest.param("cluster", marks=pytest.mark.redis),
 ]
 
 
@@ -73,15 +78,132 @@ def postgres_base() -> str:
     pytest.skip(message)
 
 
+def free_port() -> int:
+    """A port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is free too."""
+    while True:
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+
+
+class RedisCluster:
+    """A Redis Cluster of three masters on free loopback ports, in a directory of its own."""
+
+    def __init__(self, directory: Path) -> None:
+        binary, cli = shutil.which("redis-server"), shutil.which("redis-cli")
+        if binary is None or cli is None:
+            reason = "redis-server and redis-cli are needed for the Redis Cluster tests"
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"{reason} (CI=true: they are required)")
+            pytest.skip(reason)
+        self.directory = directory
+        self.ports = [_cluster_port() for _ in range(3)]
+        self.processes: list[subprocess.Popen[bytes]] = []
+        for port in self.ports:
+            node = directory / str(port)
+            node.mkdir()
+            self.processes.append(
+                subprocess.Popen(
+                    [
+                        *(binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node)),
+                        *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
+                        *("--save", "", "--appendonly", "no", "--daemonize", "no"),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+        for port in self.ports:
+            self._wait(lambda p=port: _listening(("127.0.0.1", p)), f"node {port} to listen")
+        nodes = [f"127.0.0.1:{p}" for p in self.ports]
+        subprocess.run(
+            [cli, "--cluster", "create", *nodes, "--cluster-yes"],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        self._wait(self._ok, "the cluster to be ok")
+
+    def _ok(self) -> bool:
+        import redis
+
+        for port in self.ports:
+            client = redis.Redis(port=port, socket_timeout=2)
+            try:
+                info = client.execute_command("CLUSTER", "INFO").decode()
+            finally:
+                client.close()
+            if "cluster_state:ok" not in info:
+                return False
+        return True
+
+    @staticmethod
+    def _wait(ready: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 30  # a start-up limit, not a timed assertion
+        while not ready():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}")
+            time.sleep(0.05)
+
+    @property
+    def url(self) -> str:
+        """A ``redis+cluster://`` URL through the first node."""
+        return f"redis+cluster://127.0.0.1:{self.ports[0]}"
+
+    def client(self) -> Any:
+        """A raw cluster client."""
+        import redis
+
+        return redis.RedisCluster(host="127.0.0.1", port=self.ports[0])
+
+    def stop(self) -> None:
+        for process in self.processes:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A 3-master Redis Cluster of the test session's own, torn down after."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("redis-cluster"))
+    yield cluster
+    cluster.stop()
+
+
 class Backend:
     """One backend for a test: opens stores on the same data, and cleans up after."""
 
-    def __init__(self, kind: str, tmp_path: Path) -> None:
+    def __init__(self, kind: str, tmp_path: Path, cluster: RedisCluster | None = None) -> None:
         self.kind = kind
         self.tag = f"t{uuid.uuid4().hex[:12]}"
         self._stores: list[Any] = []
         self._memory: MemoryStore | None = None
-        if kind == "sqlite":
+        #: where the audit log lives: a split store keeps it in PostgreSQL
+        self.records_kind = {"split": "postgres", "cluster": "redis"}.get(kind, kind)
+        if kind == "cluster":
+            assert cluster is not None
+            self.cluster = cluster
+            self.url = f"{cluster.url}?prefix=antiloop-test-{self.tag}"
+        elif kind == "split":  # state in Redis, records in PostgreSQL
+            need_server("Redis", REDIS)
+            need_server("PostgreSQL", POSTGRES)
+            self.base = postgres_base()
+            self.state_url = f"redis://127.0.0.1:6379/0?prefix=antiloop-test-{self.tag}"
+            self.url = f"{self.base}?schema=antiloop_test_{self.tag}"
+        elif kind == "sqlite":
             self.url = f"sqlite:///{tmp_path / 'antiloop.db'}"
         elif kind == "redis":
             need_server("Redis", REDIS)
@@ -99,10 +221,20 @@ class Backend:
             if self._memory is None:
                 self._memory = MemoryStore(**options)
             return self._memory
+        if self.kind == "split":
+            from antiloop.stores.postgres import PostgresStore
+            from antiloop.stores.redis import RedisStore
+            from antiloop.stores.split import SplitStore
+
+            state = RedisStore.from_url(self.state_url, **options)
+            split = SplitStore(state, PostgresStore.from_url(self.url, **options))
+            self._stores.append(split)
+            return split
         if options:
             from antiloop.stores import BUILTIN
 
-            module, _, attr = BUILTIN[self.url.split(":", 1)[0]].partition(":")
+            scheme = self.url.split(":", 1)[0].split("+", 1)[0]
+            module, _, attr = BUILTIN[scheme].partition(":")
             import importlib
 
             store = getattr(importlib.import_module(module), attr).from_url(self.url, **options)
@@ -125,7 +257,9 @@ class Backend:
             import redis
 
             return redis.Redis.from_url("redis://127.0.0.1:6379/0")
-        if self.kind == "postgres":
+        if self.kind == "cluster":
+            return self.cluster.client()
+        if self.kind in ("postgres", "split"):
             import psycopg
 
             schema = f"antiloop_test_{self.tag}"
@@ -136,7 +270,7 @@ class Backend:
         """Close the stores and drop the test's keys or schema."""
         for store in self._stores:
             store.close()
-        if self.kind == "redis":
+        if self.kind in ("redis", "split"):
             import redis
 
             client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
@@ -144,7 +278,7 @@ class Backend:
             if keys:
                 client.delete(*keys)
             client.close()
-        elif self.kind == "postgres":
+        if self.kind in ("postgres", "split"):
             import psycopg
 
             with psycopg.connect(self.base, autocommit=True) as conn:
@@ -153,8 +287,9 @@ class Backend:
 
 @pytest.fixture(params=PARAMS)
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]:
-    """Each backend in turn (Redis and PostgreSQL need their servers)."""
-    b = Backend(request.param, tmp_path)
+    """Each backend in turn (Redis and PostgreSQL need their servers; the cluster its own)."""
+    cluster = request.getfixturevalue("redis_cluster") if request.param == "cluster" else None
+    b = Backend(request.param, tmp_path, cluster)
     yield b
     b.cleanup()
 

@@ -1,7 +1,7 @@
-"""The store contract: every backend (memory, sqlite, redis, postgres) passes these tests.
+"""The store contract: every backend (memory, sqlite, redis, postgres, split) passes these tests.
 
 Collected by tests/stores/conftest.py; the ``backend`` and ``store`` fixtures are parametrised
-over the four backends.
+over the backends (split: state in Redis, records in PostgreSQL).
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def test_audit_records_are_chained_redacted_and_capped(backend: Any) -> None:
 
 
 def _edit_second_record(backend: Any) -> None:
-    kind = backend.kind
+    kind = backend.records_kind
     if kind == "memory":
         store = backend.open()
         row = store._rows[1]
@@ -263,7 +263,7 @@ def _edit_second_record(backend: Any) -> None:
 
 
 def _delete_second_record(backend: Any) -> None:
-    kind = backend.kind
+    kind = backend.records_kind
     if kind == "memory":
         del backend.open()._rows[1]
     elif kind == "sqlite":
@@ -306,15 +306,16 @@ def test_verify_names_an_inserted_record(backend: Any) -> None:
     _three_records(store)
     last = list(store.audit_records())[-1]
     body_row = None
-    if backend.kind == "memory":
+    kind = backend.records_kind
+    if kind == "memory":
         row = store._rows[-1]
         store._rows.append(type(row)(4, row.body.replace('"seq":3', '"seq":4'), row.hash))
-    elif backend.kind == "sqlite":
+    elif kind == "sqlite":
         backend.raw().execute(
             "INSERT INTO audit (seq, session, kind, at, body, hash) SELECT 4, session, kind, at,"
             " replace(body, '\"seq\":3', '\"seq\":4'), hash FROM audit WHERE seq = 3"
         )
-    elif backend.kind == "postgres":
+    elif kind == "postgres":
         with backend.raw() as conn:
             conn.execute(
                 "INSERT INTO audit (seq, session, kind, at, body, hash) SELECT 4, session, kind,"

@@ -15,6 +15,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free)")
     parser.add_argument("--store", help="store URL (default: the default SQLite store)")
+    parser.add_argument(
+        "--records",
+        default=os.environ.get("ANTILOOP_RECORDS") or None,
+        help="audit log, approvals and interventions in this store (e.g. postgresql://...),"
+        " the session state in --store (default: ANTILOOP_RECORDS, else all in --store)",
+    )
     parser.add_argument("--config", help="antiloop.toml or JSON: [guard] and [approval] tables")
     parser.add_argument(
         "--webhook", help="POST approval requests to this URL (signed; ANTILOOP_WEBHOOK_SECRET)"
@@ -94,8 +100,12 @@ def run(ns: argparse.Namespace) -> int:
         tokens = parse_tokens(os.environ.get("ANTILOOP_TOKENS", ""))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    from antiloop.stores import Store, open_store
+
+    where: str = ns.store or default_store()
+    store: Store | str = open_store(where, records=ns.records) if ns.records else where
     service = Service(
-        ns.store or default_store(),
+        store,
         token,
         tokens=tokens,
         config=config,  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from antiloop.stores import Store
     from antiloop.telemetry import TelemetryListener
 
-__all__ = ["HookAnswer", "run_hook", "store_url"]
+__all__ = ["HookAnswer", "open_split", "run_hook", "store_url"]
 
 END_DEADLINE = 1.0
 EXPORT_LIMIT = 1.0  # seconds: the OpenTelemetry export of a hook's spans (antiloop.telemetry)
@@ -134,7 +134,11 @@ def _run(
     def work() -> None:
         from antiloop.hooks.handler import HookHandler
 
-        handler = HookHandler(config, store or store_url(env), timeout=limit)
+        try:  # ANTILOOP_RECORDS: a split store, opened here (a bad URL is this hook's error)
+            handler = HookHandler(config, store or open_split(env) or store_url(env), timeout=limit)
+        except BaseException as exc:
+            box["error"] = exc
+            return
         telemetry = None
         try:
             telemetry = _telemetry(handler, config, env, limit)
@@ -182,6 +186,16 @@ def _telemetry(
 def _export_limit(deadline: float) -> float:
     """Seconds a span export may hold up the hook: a down collector costs at most this."""
     return min(EXPORT_LIMIT, deadline / 4)
+
+
+def open_split(env: Mapping[str, str]) -> Store | None:
+    """State in ``ANTILOOP_STORE``, records in ``ANTILOOP_RECORDS``, when that is set."""
+    records = env.get("ANTILOOP_RECORDS")
+    if not records:
+        return None
+    from antiloop.stores import open_store
+
+    return open_store(store_url(env), records=records)
 
 
 def store_url(env: Mapping[str, str]) -> str:
@@ -280,7 +294,9 @@ def _keep_unknown(
     from antiloop.audit import AuditEvent
     from antiloop.stores import open_store
 
-    opened = open_store(store_url(env)) if store is None or isinstance(store, str) else store
+    opened = store if store is not None and not isinstance(store, str) else None
+    if opened is None:
+        opened = open_split(env) or open_store(store_url(env))
     try:
         sink = getattr(opened, "append_audit", None)
         if sink is None:

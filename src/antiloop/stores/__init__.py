@@ -7,6 +7,10 @@ A store is chosen by URL; built-ins are found the way a third party's are::
     "redis://host:6379/0"       a fleet of guards sharing sessions
     "postgresql://…"            audit and approvals for a fleet
 
+``open_store(state_url, records=records_url)`` splits them: session state in one store (say
+Redis) and the audit log, approvals and interventions in another (say PostgreSQL); see
+``antiloop.stores.split``.
+
 Judging a step is one atomic read-modify-write of its session's state: ``transaction()``.
 
 Beyond ``Store``, the built-in stores have four optional capabilities, each a Protocol here:
@@ -203,8 +207,25 @@ class Interventions(Protocol):
         ...
 
 
-def open_store(url: str) -> Store:
-    """Open the store a URL names; an unknown scheme is a ConfigError naming it."""
+def open_store(url: str, records: str | None = None) -> Store:
+    """Open the store a URL names; an unknown scheme is a ConfigError naming it.
+
+    With ``records``, a ``SplitStore``: state in ``url``, the audit log, approvals and
+    interventions in ``records`` (both closed if the second fails to open).
+    """
+    if records:
+        from antiloop.stores.split import SplitStore
+
+        state = open_store(url)
+        kept: Store | None = None
+        try:
+            kept = open_store(records)
+            return SplitStore(state, kept)
+        except BaseException:
+            state.close()
+            if kept is not None:
+                kept.close()
+            raise
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     target = BUILTIN.get(scheme) or BUILTIN.get(scheme.split("+", 1)[0])
     if target is None:

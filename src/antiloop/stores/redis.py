@@ -1,6 +1,7 @@
 """The Redis store (``redis://host:6379/0``): sessions shared by a fleet of guards.
 
-Keys are hash-tagged by session, so a session's keys live in one Redis Cluster slot::
+Keys are hash-tagged by session, so a session's keys live in one Redis Cluster slot (an id
+that is empty or starts with ``}`` is tagged ``~{<digest>}`` instead, as ``{}`` tags nothing)::
 
     <prefix>:{<session>}:state      the encoded state, with a TTL (default 7 days)
     <prefix>:{<session>}:version    a random token, new at every save of the state
@@ -53,6 +54,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from antiloop.errors import MissingExtra, StoreError
 from antiloop.history import SessionState
@@ -258,7 +260,11 @@ class RedisStore(AuditReading):
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStore:
-        """``redis://[:password@]host:port/db?prefix=antiloop&ttl=604800``."""
+        """``redis://[:password@]host:port/db?prefix=antiloop&ttl=604800``.
+
+        ``redis+cluster://host:port`` (or ``rediss+cluster://``) opens a Redis Cluster from
+        any of its nodes (database 0, the only one a cluster has).
+        """
         try:
             import redis
             from redis.backoff import NoBackoff
@@ -270,6 +276,20 @@ class RedisStore(AuditReading):
             {"prefix": str, "ttl": float, "lock_ttl": float, "audit_cap": int, "timeout": float},
         )
         timeout = opts.pop("timeout", DEFAULT_TIMEOUT)
+        parts = urlsplit(base)
+        if parts.scheme.endswith("+cluster"):  # redis+cluster://host:port: any node will do
+            scheme = parts.scheme.removesuffix("+cluster")
+            try:
+                cluster = redis.RedisCluster.from_url(
+                    urlunsplit((scheme, parts.netloc, "", parts.query, "")),  # no db: 0 only
+                    socket_timeout=timeout,
+                    socket_connect_timeout=timeout,
+                )
+            except (redis.RedisError, redis.exceptions.RedisClusterException, OSError) as exc:
+                raise StoreError(
+                    f"could not reach the Redis Cluster at {hide_password(base)}: {exc}"
+                ) from exc
+            return cls(cluster, url=base, **{**opts, **options})
         # One retry on a broken connection (a restarted server), none on a timeout: a hung
         # server costs a step one timeout, not two. A resent commit is judged once (step ids).
         client = redis.Redis.from_url(
@@ -287,7 +307,10 @@ class RedisStore(AuditReading):
         return self._url
 
     def _keys(self, session: str) -> list[str]:
-        base = f"{self.prefix}:{{{session}}}"
+        if session and not session.startswith("}"):
+            base = f"{self.prefix}:{{{session}}}"
+        else:  # "{}" would tag nothing (each key its own slot): tag a digest, after a "~"
+            base = f"{self.prefix}:~{{{hashlib.sha256(session.encode()).hexdigest()[:24]}}}"
         return [
             f"{base}:lock",
             f"{base}:state",
@@ -416,34 +439,38 @@ class RedisStore(AuditReading):
         state: SessionState,
         pending: list[AuditEvent],
     ) -> None:
+        """A cluster client's save: the records, then the state under the lock, then the index.
+
+        Each is a command of its own (the audit log's slot, the session's, the index's), as a
+        cluster pipeline runs no script. A state is never saved without its records; records
+        may be kept for a step whose save then failed.
+        """
         keys = self._keys(session)
-        rows: list[str] = []
-        head = self._head
-        if pending:
-            if head is None:
-                head = self._read_head()
-            rows = self._chain(head, pending)
         version = uuid.uuid4().hex
         try:
-            pipe = self._client.pipeline(transaction=False)
-            pipe.eval(_EXIT, 3, keys[0], keys[1], keys[4], token, data, self.ttl, version)
-            pipe.zadd(self._index, {session: self.clock()})
-            if rows:
-                pipe.eval(_APPEND, 2, self._log, self._head_key, head, *rows)
-            results = pipe.execute()
-        except Exception as exc:
+            if pending:
+                head = self._head if self._head is not None else self._read_head()
+                rows = self._chain(head, pending)
+                self._appended(
+                    self._call(_APPEND, [self._log, self._head_key], [head, *rows], "append"),
+                    pending,
+                )
+            saved = self._call(
+                _EXIT, [keys[0], keys[1], keys[4]], [token, data, self.ttl, version], "save"
+            )
+            if saved == 1:
+                self._run("index a session", lambda c: c.zadd(self._index, {session: self.clock()}))
+        except BaseException:
             self._states.drop(session)
             self._release(session, token)
-            raise self._failed("save a session", exc) from exc
-        if results[0] != 1:
+            raise
+        if saved != 1:
             self._states.drop(session)
             raise StoreError(
                 f"session {session!r} lost its lock in {self._url} (a step took longer than "
                 f"lock_ttl={self.lock_ttl} s); the step was not saved"
             )
         self._states.saved(session, data, state, version)
-        if rows:
-            self._appended(results[2], pending)
 
     def judge(
         self,

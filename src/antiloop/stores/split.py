@@ -1,0 +1,283 @@
+"""State in one store, records in another: hot state in Redis, the records in PostgreSQL.
+
+The system of record (audit log, approvals, interventions) belongs in a database.
+
+``SplitStore(state, records)`` delegates the session methods (``transaction``, ``peek``,
+``sessions``, the result cache) to ``state`` and the audit log, approvals, feedback and stop
+requests to ``records``. Open one with ``open_store(state_url, records=records_url)``,
+``Guard(store=…, records=…)``, ``antiloop serve --store … --records …`` or, for hooks,
+``ANTILOOP_STORE`` and ``ANTILOOP_RECORDS``.
+
+Acknowledged means recorded in both. Judging a step (``judge``, which ``Guard.record`` uses):
+
+1. lock the session in ``state`` (``transaction()``: a token with a TTL) and read its state;
+2. judge the step on it;
+3. in one ``records`` transaction, append the step's audit record and note its step id in the
+   session's ledger (a row of ``records``' sessions table holding the last step ids recorded),
+   unless the ledger already holds the id: then nothing is written (a retry);
+4. save the state and unlock (compare-and-set on the lock token).
+
+The verdict is returned (the step acknowledged) only after 4. So:
+
+- an acknowledged step has its state saved and its audit record kept;
+- a failure at 1 or 3 saves nothing anywhere; a failure at 4 leaves the record without the
+  state, and the step is not acknowledged: a retry with the same step id (``Step.id``) is
+  judged on the same state, finds its id in the ledger and writes no second record, then
+  saves the state. (A step sent without an id that is retried is a new step; the record of
+  the failed attempt stays, marked by no state.)
+- either store failing is a ``StoreError``, which the guard answers by ``on_store_error``
+  (``allow``: go on unguarded; ``block``: refuse the call).
+
+Events kept inside ``transaction()`` (``append_audit`` there) are written to ``records`` in
+one transaction before the state is saved, in the same order. Steps of one session are
+serialised by the session lock, so two replicas never judge a session's steps on the same
+state.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from antiloop.errors import ConfigError
+from antiloop.history import SessionState
+
+if TYPE_CHECKING:
+    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.audit import AuditEvent
+    from antiloop.stores import Store
+    from antiloop.stores.auditlog import AuditRecord, Problem, SessionSummary
+
+__all__ = ["SplitStore"]
+
+V = TypeVar("V")
+
+LEDGER_KEPT = 256
+"""Step ids the ledger remembers per session (more than the guard's own window)."""
+
+_RECORDS = ("append_audit", "audit_records", "put_approval", "decide_approval", "push_feedback")
+
+
+class SplitStore:
+    """Session state in ``state``, audit log, approvals and interventions in ``records``.
+
+    Args:
+        state: where sessions live (``transaction``, ``peek``, ``sessions``, the cache).
+        records: where the audit log, approvals, feedback and stop requests live; it keeps
+            a ledger of recorded step ids per session in its own sessions table.
+    """
+
+    def __init__(self, state: Store, records: Store) -> None:
+        missing = [m for m in _RECORDS if not callable(getattr(records, m, None))]
+        if missing:
+            raise ConfigError(
+                f"the records store {records.url} keeps no {', '.join(missing)}: use "
+                "postgresql:// (or another built-in store)"
+            )
+        self.state = state
+        self.records = records
+        self._lock = threading.RLock()
+        self._pending: list[AuditEvent] | None = None
+
+    def __repr__(self) -> str:
+        return f"SplitStore({self.state!r}, records={self.records!r})"
+
+    @property
+    def url(self) -> str:
+        """Both URLs, without passwords: ``<state> records=<records>``."""
+        return f"{self.state.url} records={self.records.url}"
+
+    @property
+    def timeout(self) -> float:
+        """The records store's call deadline in seconds (``inf`` when it has none)."""
+        return float(getattr(self.records, "timeout", math.inf))
+
+    @timeout.setter
+    def timeout(self, seconds: float) -> None:
+        if hasattr(self.records, "timeout"):
+            self.records.timeout = seconds
+
+    # -- sessions: the state store ---------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, session: str) -> Iterator[SessionState]:
+        """Lock the session in ``state``, yield its state; on a clean exit, keep and save.
+
+        The events kept inside go to ``records`` in one transaction, then the state is saved.
+        Any failure saves no state.
+        """
+        with self._lock, self.state.transaction(session) as state:
+            self._pending = []
+            try:
+                yield state
+                events = self._pending
+            finally:
+                self._pending = None
+            if events:
+                self._keep(session, (), events)
+
+    def judge(
+        self, session: str, fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]]
+    ) -> V:
+        """Judge a step under the session's lock: the record first, once per step id.
+
+        Then the state is saved; the module docstring says what is guaranteed.
+        """
+        with self._lock, self.state.transaction(session) as state:
+            before = set(state.seen)
+            result, events = fn(state)
+            ids = [i for i in state.seen if i not in before]
+            if events:
+                self._keep(session, ids, list(events))
+        return result
+
+    def _keep(self, session: str, ids: Sequence[str], events: list[AuditEvent]) -> None:
+        """Append ``events`` and note ``ids`` in the ledger, in one ``records`` transaction.
+
+        Nothing is written when every id is in the ledger already (a retry).
+        """
+        records = self.records
+        with records.transaction(session) as ledger:
+            if ids and all(i in ledger.seen for i in ids):
+                return
+            for event in events:
+                records.append_audit(event)  # type: ignore[attr-defined]
+            for i in ids:
+                ledger.seen[i] = None
+            while len(ledger.seen) > LEDGER_KEPT:
+                del ledger.seen[next(iter(ledger.seen))]
+
+    def peek(self, session: str) -> SessionState | None:
+        """The saved state, or None."""
+        return self.state.peek(session)
+
+    def forget(self, session: str) -> None:
+        """Drop the session's state, its ledger, feedback and stop flag (records stay)."""
+        self.state.forget(session)
+        self.records.forget(session)
+
+    def sessions(self) -> list[str]:
+        """The state store's session ids."""
+        return self.state.sessions()
+
+    def sessions_page(self, offset: int, limit: int) -> list[str]:
+        """``limit`` session ids from ``offset`` on."""
+        page = getattr(self.state, "sessions_page", None)
+        if page is not None:
+            found: list[str] = page(offset, limit)
+            return found
+        return self.state.sessions()[offset : offset + limit]
+
+    def close(self) -> None:
+        """Close both stores (the records store even when closing the state store fails)."""
+        try:
+            self.state.close()
+        finally:
+            self.records.close()
+
+    # -- cache: the state store -----------------------------------------------------------
+
+    def cache_get(self, key: str) -> str | None:
+        """The cached value, or None."""
+        found: str | None = self.state.cache_get(key)  # type: ignore[attr-defined]
+        return found
+
+    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
+        """Keep a value for ``ttl_seconds``."""
+        self.state.cache_put(key, value, ttl_seconds)  # type: ignore[attr-defined]
+
+    # -- audit: the records store ---------------------------------------------------------
+
+    def append_audit(self, event: AuditEvent) -> None:
+        """Keep an event in ``records``; inside ``transaction()`` it is written before the save."""
+        with self._lock:
+            if self._pending is not None:
+                self._pending.append(event)
+                return
+        self._rec("append_audit")(event)
+
+    def audit_records(
+        self, session: str | None = None, since_seq: int = 0
+    ) -> Iterator[AuditRecord]:
+        """The records after ``since_seq``, of one session or all."""
+        found: Iterator[AuditRecord] = self._rec("audit_records")(session, since_seq)
+        return found
+
+    def session_summaries(self) -> list[SessionSummary]:
+        """One summary per session in the log."""
+        found: list[SessionSummary] = self._rec("session_summaries")()
+        return found
+
+    def verify_audit(self) -> list[Problem]:
+        """Check the records store's hash chain."""
+        found: list[Problem] = self._rec("verify_audit")()
+        return found
+
+    def prune_audit(self, before: float, now: float | None = None) -> int:
+        """Prune the records store's log, when it can."""
+        pruning = getattr(self.records, "prune_audit", None)
+        if pruning is None:
+            raise ConfigError(f"the store {self.records.url} cannot prune its log yet")
+        done: int = pruning(before, now)
+        return done
+
+    # -- approvals and interventions: the records store -----------------------------------
+
+    def put_approval(self, request: ApprovalRequest) -> None:
+        """Keep a request (args redacted)."""
+        self._rec("put_approval")(request)
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:
+        """The request, or None."""
+        found: ApprovalRequest | None = self._rec("get_approval")(id)
+        return found
+
+    def decide_approval(
+        self,
+        id: str,
+        status: ApprovalStatus | str,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending request (the first answer wins)."""
+        found: ApprovalRequest = self._rec("decide_approval")(
+            id, status, decided_by, comment, edited_args, now
+        )
+        return found
+
+    def list_approvals(
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        """Requests, oldest first."""
+        found: list[ApprovalRequest] = self._rec("list_approvals")(status, session)
+        return found
+
+    def push_feedback(self, session: str, text: str) -> None:
+        """Queue a message for the session."""
+        self._rec("push_feedback")(session, text)
+
+    def pop_feedback(self, session: str) -> list[str]:
+        """Take every queued message."""
+        found: list[str] = self._rec("pop_feedback")(session)
+        return found
+
+    def request_stop(self, session: str, by: str) -> None:
+        """Ask the session to stop."""
+        self._rec("request_stop")(session, by)
+
+    def stop_requested(self, session: str) -> str | None:
+        """Who asked the session to stop, or None."""
+        found: str | None = self._rec("stop_requested")(session)
+        return found
+
+    def clear_stop(self, session: str) -> None:
+        """Withdraw a stop request."""
+        self._rec("clear_stop")(session)
+
+    def _rec(self, name: str) -> Any:
+        return getattr(self.records, name)
