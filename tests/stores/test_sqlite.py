@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -417,7 +418,10 @@ def _worker(url: str, me: int, barrier: Any, out: Any) -> None:
 def test_32_processes_lose_nothing_and_verdicts_stay_right(tmp_path: Path) -> None:
     """32 processes recording at once: every step counted and logged, each repeat stopped."""
     url = f"sqlite:///{tmp_path / 'antiloop.db'}"
-    SQLiteStore.from_url(url).sessions()  # create it once, as the CLI would
+    made = SQLiteStore.from_url(url)  # create it once, as the CLI would
+    made.sessions()
+    made.close()  # no connection to the file crosses the fork (SQLite's rule, not a workaround)
+    gc.collect()
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(32)
     out = ctx.Queue()
@@ -541,4 +545,36 @@ def test_an_append_rolled_back_leaves_the_head_where_it_was(tmp_path: Path) -> N
         store.append_audit(_event("s", 4))
     assert store.verify_audit() == []
     assert [r.at for r in store.audit_records()] == [1.0, 3.0, 4.0]
+    store.close()
+
+
+def test_a_store_open_across_a_fork_is_refused_in_the_child(tmp_path: Path) -> None:
+    """Forked with a connection open, a child gets a clear error for that file, not a
+    connection that would share lock bookkeeping it does not own; another file works."""
+    path = tmp_path / "a.db"
+    store = SQLiteStore(path)
+    store.sessions()  # the connection is open
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+
+    def child() -> None:
+        try:
+            SQLiteStore(path).sessions()
+            out.put("opened")
+        except StoreError as exc:
+            out.put(str(exc))
+        other = SQLiteStore(tmp_path / "b.db")
+        other.sessions()
+        other.close()
+        out.put("other ok")
+
+    proc = ctx.Process(target=child)
+    proc.start()
+    said = [out.get(timeout=60), out.get(timeout=60)]
+    proc.join(timeout=60)
+    assert "SQLite connections cannot cross a fork" in said[0]
+    assert said[1] == "other ok"
+    with store.transaction("s") as state:  # the parent's connection is untouched
+        state.steps += 1
+    assert store.verify_audit() == []
     store.close()

@@ -10,8 +10,8 @@ setting. Its lock makes the threads take turns; it also holds what belongs to th
 rather than to a store: the data version read last, the audit head written at it, the states
 saved at it, and whether a transaction is open.
 
-A forked child never uses its parent's links (SQLite connections must not cross a fork): the
-table is emptied when the process id changes.
+A forked child never uses its parent's links (SQLite connections must not cross a fork), nor
+closes them: right after the fork they are set aside, kept for the child's life.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import threading
 import weakref
 from typing import Any
 
+from antiloop.errors import StoreError
 from antiloop.stores.codec import StateCache
 
 __all__ = ["Link", "attach", "detach"]
@@ -82,6 +83,21 @@ class Link:
 _LINKS: weakref.WeakValueDictionary[tuple[str, str], Link] = weakref.WeakValueDictionary()
 _TABLE_LOCK = threading.Lock()
 _OWNER = [os.getpid()]
+# A forked child keeps its parent's links, unused, for as long as it lives: closing one there
+# would close the child's copy of the parent's descriptors of the file, and with them the POSIX
+# locks the child's own connection holds on it (section 2.2 again), or let SQLite take the
+# child for the file's last user and delete the WAL the others are writing.
+_INHERITED: list[Link] = []
+
+
+def _forked() -> None:
+    """In a forked child: the parent's links are set aside (kept, never used nor closed)."""
+    _INHERITED.extend(_LINKS.values())
+    _LINKS.clear()
+    _OWNER[0] = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def attach(path: str, synchronous: str) -> Link:
@@ -93,6 +109,14 @@ def attach(path: str, synchronous: str) -> Link:
             _OWNER[0] = os.getpid()
         link = _LINKS.get(key)
         if link is None:
+            if any(kept.key[0] == key[0] and kept.db is not None for kept in _INHERITED):
+                # A new connection here would share SQLite's lock bookkeeping with the one
+                # inherited, which says locks are held that the child does not hold.
+                raise StoreError(
+                    f"this process was forked while a store on {key[0]} was open: SQLite "
+                    "connections cannot cross a fork; close the store before forking, or "
+                    "open it in the parent after the fork"
+                )
             link = _LINKS[key] = Link(key)
         link.users += 1
         return link
