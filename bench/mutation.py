@@ -58,16 +58,21 @@ STATUS = {0: "survived", 1: "killed", 3: "killed", 33: "no tests", 5: "no tests"
 TIMEOUTS = {24, -24, 152, 255, 36}
 
 
-def run(modules: list[str], children: int) -> None:
-    """mutmut run, one module at a time (each is checked in and reported when it ends)."""
+def run(modules: list[str], children: int, survivors: bool = False) -> None:
+    """mutmut run, one module at a time; ``survivors``: only the mutants that survived."""
     env = dict(os.environ)
     env.setdefault("ANTILOOP_TEST_SHARED", str(ROOT.parent / "shared"))
     mutmut = Path(sys.executable).with_name("mutmut")
     for module in modules:
+        names = MODULES[module]
+        if survivors:
+            names = [k for k, v in results(module).items() if status(v) == "survived"]
+            if not names:
+                continue
         started = time.monotonic()
-        print(f"mutation: {module} ...", flush=True)
+        print(f"mutation: {module} ({len(names)} names or patterns) ...", flush=True)
         subprocess.run(
-            [str(mutmut), "run", "--max-children", str(children), *MODULES[module]],
+            [str(mutmut), "run", "--max-children", str(children), *names],
             cwd=ROOT,
             env=env,
             check=False,
@@ -142,8 +147,9 @@ def report() -> str:
         "",
     ]
     if survivors:
-        lines += ["Surviving mutants not killed yet (`mutmut show antiloop.<name>__mutmut_<n>`):", ""]
-        lines += [f"- `{fn}`: {', '.join(sorted(n, key=int))}" for fn, n in sorted(survivors.items())]
+        lines += ["Surviving mutants not killed yet (`mutmut show antiloop.<fn>__mutmut_<n>`):", ""]
+        for fn, numbers in sorted(survivors.items()):
+            lines.append(f"- `{fn}`: {', '.join(sorted(numbers, key=int))}")
         lines.append("")
     if equal:
         lines += ["Equivalent mutants (same behaviour as the original), by reason:", ""]
@@ -165,10 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.mutation")
     parser.add_argument("--module", action="append", choices=list(MODULES), help="default: all")
     parser.add_argument("--report", action="store_true", help="only write the report")
+    parser.add_argument(
+        "--survivors", action="store_true", help="run again only the mutants that survived"
+    )
     parser.add_argument("--max-children", type=int, default=os.cpu_count() or 1)
     ns = parser.parse_args(argv)
     if not ns.report:
-        run(ns.module or list(MODULES), ns.max_children)
+        run(ns.module or list(MODULES), ns.max_children, ns.survivors)
     section = report()
     (HERE / "results").mkdir(exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

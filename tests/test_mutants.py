@@ -10,9 +10,13 @@ import io
 import json
 from typing import Any
 
-from antiloop import Guard
+import pytest
+
+from antiloop import ApprovalDenied, Guard, GuardConfig, Halt, Step
 from antiloop.commands.check import judge_stream
+from antiloop.errors import StoreError
 from antiloop.fingerprint import build, digest8, escape
+from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, Verdict, worst
 
 GREP = {"tool": "grep", "args": {"pattern": "x"}, "output": "a\n"}
@@ -114,3 +118,185 @@ def test_a_lone_surrogate_has_a_digest() -> None:
     """Text from JSON may hold a lone surrogate: it is digested, not an error."""
     assert digest8("\ud800") == "38da57e7"
     assert digest8("x") == "b1ba07e5"
+
+
+# -- the guard: stopped procedures, ended sessions, enforce, shadow ---------------------------
+
+READ = {"file_path": "/w/src/a.py"}
+FP = "AGENT::agent::read::src/a.py::x#62d0dcbb"
+REASON = "read 'src/a.py' ran twice in a row with the same result (x)."
+HINT = (
+    "Stop repeating read on 'src/a.py': it gave the same result (x) twice. Running it again"
+    " changes nothing. Change the parameters, look somewhere else, or ask for help."
+)
+
+
+def guard(store: Any = None, **config: Any) -> Guard:
+    return Guard(
+        config=GuardConfig.from_mapping({"embedder": "ngram", **config}), store=store, audit=True
+    )
+
+
+def read_step(**more: Any) -> Step:
+    return Step(tool="Read", args=READ, output="x", session="s1", cwd="/w", **more)
+
+
+def test_a_blocked_procedure_is_refused_in_its_session_and_agent_only() -> None:
+    """check() refuses the call that was blocked as a loop, with the same cwd, session, agent."""
+    g = guard(repeat_action="block", escalate_to="supervisor")
+    g.record(read_step())
+    assert g.record(read_step()).action is Action.BLOCK
+    assert g.check("Read", READ, session="s1", cwd="/w") == Verdict(
+        Action.BLOCK,
+        "repeat",
+        "loop",
+        FP,
+        reason="read 'src/a.py' was stopped as a loop; it is not run again.",
+        hint=f"This exact read was already stopped as a loop ({FP}). Do something different.",
+        escalate_to="supervisor",
+    )
+    assert g.check("Read", READ, session="s1", cwd="/w", agent="AGENT").action is Action.BLOCK
+    assert g.check("Read", READ, session="s1").action is Action.CONTINUE  # another path
+    assert g.check("Read", READ, session="s2", cwd="/w").action is Action.CONTINUE
+    assert g.check("Read", READ, session="s1", cwd="/w", agent="b").action is Action.CONTINUE
+
+
+def test_a_nudged_repeat_is_not_refused_later() -> None:
+    """Only a block or stop marks a procedure as stopped; a nudge lets it run again."""
+    g = guard(repeat_action="nudge")
+    g.record(read_step())
+    assert g.record(read_step()).action is Action.NUDGE
+    assert g.check("Read", READ, session="s1", cwd="/w").action is Action.CONTINUE
+
+
+def test_a_stopped_session_answers_terminated_with_the_stop_it_had() -> None:
+    """After a stop every step and check answers terminated, carrying the first stop."""
+    g = guard()
+    g.record(read_step())
+    assert g.record(read_step()) == Verdict(
+        Action.STOP, "repeat", "loop", FP, REASON, HINT, (0, 1), "human"
+    )
+    terminated = Verdict(
+        Action.STOP,
+        "terminated",
+        "loop",
+        FP,
+        reason=f"The session already stopped (repeat): {REASON}",
+        hint=HINT,
+        escalate_to="human",
+    )
+    other = Step(tool="Read", args={"file_path": "/w/b.py"}, output="y", session="s1", cwd="/w")
+    assert g.record(other) == terminated
+    assert g.check("Read", {"file_path": "/w/c.py"}, session="s1", cwd="/w") == terminated
+
+
+def test_enforce_raises_for_block_and_stop_naming_the_session() -> None:
+    """enforce passes continue, nudge and an unanswered ask; block and stop raise."""
+    g = Guard()
+    for verdict in (Verdict.ok(), Verdict.nudge("goal", "n"), Verdict.ask("fail-streak", "a")):
+        assert g.enforce(verdict, session="s") is verdict
+    for verdict in (Verdict.block("repeat", "b"), Verdict.stop("repeat", "s")):
+        with pytest.raises(Halt) as raised:
+            g.enforce(verdict, session="s9")
+        assert (raised.value.verdict, raised.value.session) == (verdict, "s9")
+    refusing = Guard(approver=lambda v: False)
+    assert refusing.enforce(Verdict.ok(), session="s") == Verdict.ok()
+    with pytest.raises(ApprovalDenied) as denied:
+        refusing.enforce(Verdict.ask("fail-streak", "a"), session="s3")
+    assert denied.value.session == "s3"
+
+
+def test_shadow_mode_keeps_a_nudge_and_turns_a_stop_into_continue() -> None:
+    """In shadow mode a nudge is left as it is; a stop is logged as what it would have been."""
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram", "repeat_action": "nudge"}))
+    g.mode = "shadow"
+    g.record(read_step())
+    assert g.record(read_step()).action is Action.NUDGE
+    s = Guard(config=GuardConfig.from_mapping({"embedder": "ngram"}), mode="shadow")
+    s.record(read_step())
+    got = s.record(read_step())
+    assert (got.action, got.detector, got.reason) == (
+        Action.CONTINUE,
+        "repeat",
+        f"[shadow: would stop] {REASON}",
+    )
+
+
+# -- the guard on a store that judges by compare-and-set (Redis's judge(session, fn)) ---------
+
+
+class RetryingStore(MemoryStore):
+    """A store with judge(): the reply of the first run is lost, so the judgement runs again
+    on the state it saved (as the Redis store does); the records of both runs are kept."""
+
+    def judge(self, session: str, fn: Any) -> Any:
+        with self.transaction(session) as state:
+            _, events = fn(state)
+            again, more = fn(state)
+            for event in (*events, *more):
+                self.append_audit(event)
+        return again
+
+
+def test_a_judgement_run_again_counts_the_step_once() -> None:
+    """A retried judgement answers the same verdict and keeps one step and one record."""
+    store = RetryingStore()
+    g = guard(store)
+    assert g.record(read_step()) == Verdict.ok()
+    assert (
+        g.record(Step(tool="Grep", args={"pattern": "q"}, output="none", session="s1")).fired
+        is False
+    )
+    assert store.peek("s1").steps == 2
+    records = list(store.audit_records("s1"))
+    assert [(r.kind, r.index, r.tool, r.action) for r in records] == [
+        ("step", 0, "Read", "continue"),
+        ("step", 1, "Grep", "continue"),
+    ]
+
+
+def test_a_step_delivered_twice_through_a_judging_store_is_judged_once() -> None:
+    """The host's step id survives the store's retries: delivered twice, it counts once."""
+    store = RetryingStore()
+    g = guard(store)
+    g.record(read_step(id="call_1"))
+    g.record(read_step(id="call_1"))
+    assert store.peek("s1").steps == 1
+    stop = g.record(read_step(id="call_2"))
+    assert (stop.action, stop.detector, stop.evidence) == (Action.STOP, "repeat", (0, 1))
+    assert [(r.index, r.action) for r in store.audit_records("s1")] == [
+        (0, "continue"),
+        (1, "stop"),
+    ]
+
+
+class BrokenStore(MemoryStore):
+    """A store whose judge() fails."""
+
+    def judge(self, session: str, fn: Any) -> Any:
+        raise StoreError("disk on fire")
+
+
+def test_a_failing_store_allows_or_blocks_as_configured() -> None:
+    """on_store_error=allow goes on unguarded, saying why; block refuses the call."""
+    allowed = Guard(store=BrokenStore()).record(read_step())
+    assert allowed == Verdict.ok("unguarded: the store failed (disk on fire)")
+    blocked = Guard(store=BrokenStore(), on_store_error="block").record(read_step())
+    assert (blocked.action, blocked.detector, blocked.outcome) == (Action.BLOCK, "store", "error")
+    assert blocked.reason == (
+        "The guard's store failed (disk on fire); calls are blocked until it is back."
+    )
+
+
+def test_listeners_hear_every_step_and_its_verdict() -> None:
+    """Each listener gets the step and the verdict the guard returned."""
+    heard: list[tuple[str, Verdict]] = []
+
+    class Ear:
+        def on_verdict(self, step: Step, verdict: Verdict) -> None:
+            heard.append((step.tool, verdict))
+
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram"}), listeners=[Ear()])
+    first, second = g.record(read_step()), g.record(read_step())
+    assert heard == [("Read", first), ("Read", second)]
+    assert second.detector == "repeat"
