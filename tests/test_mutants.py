@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from antiloop import ApprovalDenied, Guard, GuardConfig, Halt, Step
+from antiloop.approval import Approvals, CallbackChannel
 from antiloop.commands.check import judge_stream
 from antiloop.errors import StoreError
 from antiloop.fingerprint import build, digest8, escape
@@ -300,3 +301,103 @@ def test_listeners_hear_every_step_and_its_verdict() -> None:
     first, second = g.record(read_step()), g.record(read_step())
     assert heard == [("Read", first), ("Read", second)]
     assert second.detector == "repeat"
+
+
+def test_every_recorded_step_is_audited_with_its_index_and_verdict() -> None:
+    """A guard with audit on keeps one step record per step: index, tool, verdict."""
+    store = MemoryStore()
+    g = guard(store)
+    g.record(read_step())
+    g.record(read_step())
+    records = list(store.audit_records("s1"))
+    assert [(r.kind, r.index, r.tool, r.action, r.detector) for r in records] == [
+        ("step", 0, "Read", "continue", None),
+        ("step", 1, "Read", "stop", "repeat"),
+    ]
+    assert records[1].fingerprint == FP
+
+
+def test_a_store_failure_is_logged_naming_the_session(caplog: Any) -> None:
+    """The log line of an unguarded step names the store and the session."""
+    with caplog.at_level("ERROR", logger="antiloop"):
+        Guard(store=BrokenStore()).record(read_step())
+    assert "failed for session 's1': disk on fire" in caplog.text
+
+
+def test_a_risky_check_asks_a_person_about_that_call() -> None:
+    """check() on a guard wired to approvals asks about the call as it was given."""
+    asked: list[Any] = []
+    store = MemoryStore()
+    approvals = Approvals(store, channels=[CallbackChannel(lambda r: asked.append(r) or True)])
+    g = Guard(config=GuardConfig(embedder="ngram"), store=store, approvals=approvals)
+    verdict = g.check("Bash", {"command": "rm -rf build"}, session="s", agent="a", cwd="/w")
+    assert verdict.action is Action.CONTINUE
+    assert [(r.tool, dict(r.args), r.session, r.agent, r.risk) for r in asked] == [
+        ("Bash", {"command": "rm -rf build"}, "s", "a", "delete")
+    ]
+
+
+def test_a_loop_stop_approved_by_a_person_goes_on() -> None:
+    """record() escalates a loop stop to a person; an approval turns it into a nudge."""
+    store = MemoryStore()
+    approvals = Approvals(store, channels=[CallbackChannel(lambda r: True)])
+    g = Guard(config=GuardConfig(embedder="ngram"), store=store, approvals=approvals)
+    g.record(read_step())
+    after = g.record(read_step())
+    assert (after.action, after.detector, after.fingerprint) == (Action.NUDGE, "repeat", FP)
+    assert [(r.risk, r.fingerprint) for r in approvals.ledger.list_approvals(session="s1")] == [
+        ("loop", FP)
+    ]
+
+
+# -- failure streaks (PROTOCOL.md section 6) ----------------------------------------------------
+
+
+def _failing(tool: str, i: int) -> Step:
+    return Step(
+        tool=tool,
+        args={"command": f"make t{i}"},
+        output=f"E: broke at /tmp/x{i}/a.c\nmore",
+        exit_code=2,
+        session="f",
+    )
+
+
+def test_a_failure_streak_has_a_fingerprint_of_its_tool_and_errors() -> None:
+    """Three failures of one tool ask, with a fingerprint of the tool and the error lines."""
+    g = Guard(config=GuardConfig(embedder="ngram"))
+    verdicts = [g.record(_failing("Bash", i)) for i in range(3)]
+    assert [v.action for v in verdicts] == [Action.CONTINUE, Action.CONTINUE, Action.ASK]
+    assert verdicts[2] == Verdict(
+        Action.ASK,
+        "fail-streak",
+        "failing",
+        "AGENT::agent::fail-streak::build::3 failures#b6c48ea4",
+        "Bash failed 3 times running.",
+        "Bash has failed 3 times in a row. Change strategy: read the error, check your"
+        " assumptions, or ask for help.",
+        (0, 1, 2),
+        "human",
+    )
+    fetch = Guard(config=GuardConfig(embedder="ngram"))
+    for i in range(3):
+        got = fetch.record(
+            Step(
+                tool="WebFetch",
+                args={"url": f"http://x/{i}"},
+                error="Error: timed out\nat",
+                session="f",
+            )
+        )
+    assert got.fingerprint == "AGENT::agent::fail-streak::fetch::3 failures#cba09c3f"
+    assert got.reason == "WebFetch failed 3 times running; last error: Error: timed out"
+
+
+def test_a_success_ends_the_failure_streak() -> None:
+    """Two failures, a success, two failures: no ask; the third failure after it asks."""
+    g = Guard(config=GuardConfig(embedder="ngram"))
+    ok = Step(tool="Bash", args={"command": "ls"}, output="a.c", exit_code=0, session="f")
+    got = [g.record(s) for s in (_failing("Bash", 0), _failing("Bash", 1), ok)]
+    got += [g.record(_failing("Bash", i)) for i in (2, 3, 4)]
+    assert [v.action for v in got] == [Action.CONTINUE] * 5 + [Action.ASK]
+    assert got[-1].evidence == (3, 4, 5)
