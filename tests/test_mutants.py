@@ -15,6 +15,7 @@ import pytest
 from antiloop import ApprovalDenied, Guard, GuardConfig, Halt, Step
 from antiloop.approval import Approvals, CallbackChannel
 from antiloop.commands.check import judge_stream
+from antiloop.detectors import calibrated_goal_threshold, calibrated_stagnation_threshold
 from antiloop.errors import StoreError
 from antiloop.fingerprint import build, digest8, escape
 from antiloop.stores.memory import MemoryStore
@@ -401,3 +402,156 @@ def test_a_success_ends_the_failure_streak() -> None:
     got += [g.record(_failing("Bash", i)) for i in (2, 3, 4)]
     assert [v.action for v in got] == [Action.CONTINUE] * 5 + [Action.ASK]
     assert got[-1].evidence == (3, 4, 5)
+
+
+# -- the other detectors' verdicts, written out -------------------------------------------------
+
+GOAL = "Write the release notes for version two."
+
+
+def _goal_run(last: str) -> Verdict:
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram", "min_steps": 1}))
+    for i, message in enumerate(["Reading.", "Writing.", last]):
+        v = g.record(
+            {
+                "tool": "read",
+                "args": {"path": f"n{i}"},
+                "output": str(i),
+                "goal": GOAL,
+                "message": message,
+            }
+        )
+    return v
+
+
+def test_a_goal_reached_is_a_stop_that_no_person_is_asked_about() -> None:
+    """The goal's stop says how it was reached and escalates to nobody."""
+    hint = "The goal is reached: give your final answer."
+    assert _goal_run(GOAL) == Verdict(
+        Action.STOP,
+        "goal",
+        "goal",
+        None,
+        "The agent's message reaches the goal (it is the goal itself).",
+        hint,
+        (2,),
+        None,
+    )
+    assert _goal_run("I wrote the release notes for version two, they are done.") == Verdict(
+        Action.STOP,
+        "goal",
+        "goal",
+        None,
+        "The agent's message reaches the goal (similarity 0.69 >= 0.08, 75% of the goal's key"
+        " terms, says 'wrote').",
+        hint,
+        (2,),
+        None,
+    )
+
+
+def test_stagnation_names_the_message_and_its_copies() -> None:
+    """Four similar messages in a row stop as stalled, with the messages as evidence."""
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram"}))
+    said = "I am still checking the build log for errors."
+    got = [
+        g.record({"tool": "read", "args": {"path": f"m{i}"}, "output": str(i), "message": said})
+        for i in range(5)
+    ]
+    assert [v.action for v in got] == [Action.CONTINUE] * 4 + [Action.STOP]
+    assert got[-1] == Verdict(
+        Action.STOP,
+        "stagnation",
+        "stalled",
+        f"AGENT::agent::stagnation::{said}::4 similar messages#f1337982",
+        "The agent is not moving: 4 similar messages in a row.",
+        "You keep saying the same thing. Report what blocks you, or ask for help.",
+        (1, 2, 3, 4),
+        "human",
+    )
+
+
+def test_a_repeat_of_three_says_three_times() -> None:
+    """With repeat_threshold 3 the reason and hint say 3 times, not twice."""
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram", "repeat_threshold": 3}))
+    step = {"tool": "read", "args": {"path": "a"}, "output": "x"}
+    got = [g.record(step) for _ in range(3)]
+    assert got[-1].reason == "read 'a' ran 3 times in a row with the same result (x)."
+    assert got[-1].hint == (
+        "Stop repeating read on 'a': it gave the same result (x) 3 times. Running it again"
+        " changes nothing. Change the parameters, look somewhere else, or ask for help."
+    )
+
+
+def test_the_step_budget_stop_says_what_to_do() -> None:
+    """max-steps stops at the budget with its reason and hint."""
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram", "max_steps": 2}))
+    got = [g.record({"tool": "read", "args": {"path": f"a{i}"}, "output": "x"}) for i in range(2)]
+    assert got[-1] == Verdict(
+        Action.STOP,
+        "max-steps",
+        "budget",
+        None,
+        "The session reached its budget of 2 steps.",
+        "The step budget is spent: summarise what you found and stop.",
+        (),
+        "human",
+    )
+
+
+def test_a_cycle_stop_is_written_out() -> None:
+    """A-B-A-B stops at its fourth step naming both steps, with the cycle's hint."""
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram"}))
+    steps = [
+        {"tool": "read", "args": {"path": "a.py"}, "output": "A"},
+        {"tool": "grep", "args": {"pattern": "x"}, "output": "a.py:1:x"},
+    ] * 2
+    got = [g.record(s) for s in steps]
+    assert [v.action for v in got] == [Action.CONTINUE] * 3 + [Action.STOP]
+    assert got[-1] == EXPECTED_CYCLE
+
+
+def test_a_long_window_does_not_stretch_the_cycle_period() -> None:
+    """A window kept long by repeat_threshold still finds no cycle past cycle_max_period."""
+    g = Guard(
+        config=GuardConfig.from_mapping(
+            {"embedder": "ngram", "cycle_max_period": 2, "repeat_threshold": 10}
+        )
+    )
+    steps = [{"tool": "read", "args": {"path": f"f{i}.py"}, "output": f"t{i}"} for i in range(3)]
+    assert [g.record(s).action for s in steps * 3] == [Action.CONTINUE] * 9
+
+
+class _Named:
+    def __init__(self, ident: str, **thresholds: float) -> None:
+        self.id = ident
+        self.__dict__.update(thresholds)
+
+
+def test_calibrated_thresholds_by_embedder() -> None:
+    """The embedder's own thresholds, else its family's, else the defaults."""
+    cases = {
+        "ngram-v1": (0.08, 0.64),
+        "ngram-v9": (0.08, 0.64),
+        "minilm-l6-int8": (0.19, 0.84),
+        "other": (0.5, 0.95),
+    }
+    for ident, want in cases.items():
+        embedder: Any = _Named(ident)
+        got = (calibrated_goal_threshold(embedder), calibrated_stagnation_threshold(embedder))
+        assert got == want, ident
+    own: Any = _Named("x", goal_threshold=0.3, stagnation_threshold=0.7)
+    assert (calibrated_goal_threshold(own), calibrated_stagnation_threshold(own)) == (0.3, 0.7)
+
+
+EXPECTED_CYCLE = Verdict(
+    Action.STOP,
+    "cycle",
+    "loop",
+    "AGENT::agent::cycle::read>grep::period 2#8c25058d",
+    "The same 2 steps ran twice in a row with the same results: read a.py > grep x.",
+    "You are going round in a circle (read>grep, twice, same results). Step back and try a"
+    " different approach, or ask for help.",
+    (0, 1, 2, 3),
+    "human",
+)
