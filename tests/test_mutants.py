@@ -15,9 +15,17 @@ import pytest
 from antiloop import ApprovalDenied, Guard, GuardConfig, Halt, Step
 from antiloop.approval import Approvals, CallbackChannel
 from antiloop.commands.check import judge_stream
-from antiloop.detectors import calibrated_goal_threshold, calibrated_stagnation_threshold
+from antiloop.detectors import (
+    AllOf,
+    AnyOf,
+    Cycle,
+    Repeat,
+    calibrated_goal_threshold,
+    calibrated_stagnation_threshold,
+)
 from antiloop.errors import StoreError
 from antiloop.fingerprint import build, digest8, escape
+from antiloop.history import key_digest
 from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, Verdict, worst
 
@@ -555,3 +563,24 @@ EXPECTED_CYCLE = Verdict(
     (0, 1, 2, 3),
     "human",
 )
+
+
+def test_composed_detectors_show_what_they_are_made_of() -> None:
+    """`a | b` and `a & b` print their parts in order, a plain function on the left too."""
+
+    def never(history: Any) -> None:
+        return None
+
+    assert repr(AllOf((Repeat(2), Cycle(3)))) == "(Repeat(threshold=2) & Cycle(max_period=3))"
+    assert repr(AnyOf((Repeat(2), Cycle(3)))) == "Repeat(threshold=2) | Cycle(max_period=3)"
+    both = never & Repeat(2)
+    assert isinstance(both, AllOf)
+    assert both.detectors == (never, Repeat(2))
+
+
+def test_procedure_keys_are_kept_whole_when_short_else_digested() -> None:
+    """Stored states hold keys of up to 48 characters as they are, longer ones as 16 hex."""
+    key = "k" * 48
+    assert key_digest(key) == key
+    assert key_digest(key + "x") == "75028df646fea799"
+    assert key_digest("\ud800" * 49) == "804c1701b80952b0"
