@@ -24,6 +24,7 @@ from antiloop.detectors import (
     calibrated_stagnation_threshold,
 )
 from antiloop.errors import StoreError
+from antiloop.events import step_from_dict
 from antiloop.fingerprint import build, digest8, escape
 from antiloop.history import key_digest
 from antiloop.stores.memory import MemoryStore
@@ -584,3 +585,75 @@ def test_procedure_keys_are_kept_whole_when_short_else_digested() -> None:
     assert key_digest(key) == key
     assert key_digest(key + "x") == "75028df646fea799"
     assert key_digest("\ud800" * 49) == "804c1701b80952b0"
+
+
+# -- events (PROTOCOL.md section 2) -------------------------------------------------------------
+
+
+def test_an_event_reads_and_writes_back_field_by_field() -> None:
+    """Non-text outputs are dumped as sorted JSON; counts, cost and states are kept; the event
+    written back has every field under its own name."""
+    step = step_from_dict(
+        {
+            "tool": "t",
+            "args": {"a": 1},
+            "output": {"b": "é", "a": [1]},
+            "error": [1],
+            "exit_code": True,
+            "tokens_in": 0,
+            "tokens_out": 2.0,
+            "cost_usd": 0,
+            "session": "s",
+            "agent": "A",
+            "paths": ["x"],
+            "file_states": {"x": {"sha256": "ab", "mtime": 1.5}, "y": {"sha256": "cd"}},
+            "id": "",
+        }
+    )
+    assert (step.output, step.error, step.exit_code, step.id) == (
+        '{"a": [1], "b": "é"}',
+        "[1]",
+        None,
+        None,
+    )
+    assert (step.tokens_in, step.tokens_out, step.cost_usd) == (0, 2, 0.0)
+    assert step.to_dict() == {
+        "session": "s",
+        "agent": "A",
+        "tool": "t",
+        "args": {"a": 1},
+        "paths": ["x"],
+        "output": '{"a": [1], "b": "é"}',
+        "error": "[1]",
+        "tokens_in": 0,
+        "tokens_out": 2,
+        "cost_usd": 0.0,
+        "file_states": {"x": {"sha256": "ab", "mtime": 1.5}, "y": {"sha256": "cd"}},
+    }
+
+
+def test_exit_codes_counts_and_costs_take_only_what_they_mean() -> None:
+    """Whole floats are integers; negatives, booleans, infinity and fractions are none."""
+
+    def read(**fields: Any) -> Step:
+        return step_from_dict({"tool": "t", **fields})
+
+    assert [read(exit_code=v).exit_code for v in (2.0, 2.5, " -3 ", None, False, 0)] == [
+        2,
+        None,
+        -3,
+        None,
+        None,
+        0,
+    ]
+    assert [read(tokens_in=v).tokens_in for v in (0, 0.0, 1, -1, 1.5, True)] == [
+        0,
+        0,
+        1,
+        None,
+        None,
+        None,
+    ]
+    costs = (0, 0.0, 0.25, -0.1, float("inf"), True)
+    assert [read(cost_usd=v).cost_usd for v in costs] == [0.0, 0.0, 0.25, None, None, None]
+    assert [read(id=v).id for v in ("", "c1", 7, True)] == [None, "c1", "7", None]
