@@ -24,7 +24,7 @@ from antiloop.detectors import (
     calibrated_stagnation_threshold,
 )
 from antiloop.errors import StoreError
-from antiloop.events import step_from_dict
+from antiloop.events import BadStep, FileState, step_from_dict
 from antiloop.fingerprint import build, digest8, escape
 from antiloop.history import key_digest
 from antiloop.stores.memory import MemoryStore
@@ -657,3 +657,54 @@ def test_exit_codes_counts_and_costs_take_only_what_they_mean() -> None:
     costs = (0, 0.0, 0.25, -0.1, float("inf"), True)
     assert [read(cost_usd=v).cost_usd for v in costs] == [0.0, 0.0, 0.25, None, None, None]
     assert [read(id=v).id for v in ("", "c1", 7, True)] == [None, "c1", "7", None]
+
+
+def test_a_bad_event_is_refused_saying_what_is_wrong() -> None:
+    """Each malformed event gets its own one-line reason."""
+    bad = [
+        ({}, "'tool' is missing"),
+        ({"tool": None}, "'tool' is null"),
+        ({"tool": 3}, "'tool' must be a string, not int"),
+        ({"tool": " "}, "'tool' is empty"),
+        ({"tool": "t", "args": []}, "'args' must be an object, not list"),
+        ({"tool": "t", "session": 1}, "'session' must be a string, not int"),
+        ({"tool": "t", "agent": []}, "'agent' must be a string, not list"),
+    ]
+    for event, reason in bad:
+        with pytest.raises(BadStep) as raised:
+            step_from_dict(event)
+        assert str(raised.value) == reason
+
+
+def test_optional_event_fields_keep_only_what_is_usable() -> None:
+    """paths keep strings (one string is one path); unknown fields are kept aside; file states
+    keep a non-empty sha256 and a numeric mtime; an empty cwd is none."""
+    step = step_from_dict(
+        {
+            "tool": "t",
+            "paths": ["a", 1, "b"],
+            "cwd": "/w",
+            "x-extra": 1,
+            "message": {"m": 1},
+            "file_states": {
+                "p": "bad",
+                "q": {"sha256": "", "mtime": True},
+                "r": {"sha256": 5, "mtime": 2},
+                "s": {"sha256": "ff"},
+            },
+        }
+    )
+    assert (step.paths, step.cwd, step.extra, step.message, step.agent) == (
+        ("a", "b"),
+        "/w",
+        {"x-extra": 1},
+        '{"m": 1}',
+        "agent",
+    )
+    assert step.file_states == {
+        "q": FileState(None, None),
+        "r": FileState(None, 2.0),
+        "s": FileState("ff", None),
+    }
+    lone = step_from_dict({"tool": "t", "paths": "one", "cwd": ""})
+    assert (lone.paths, lone.cwd) == (("one",), None)
