@@ -43,6 +43,20 @@ def need_module(name: str, extra: str) -> None:
         missing(f"{name} is not importable (pip install -e '.[{extra}]')")
 
 
+@pytest.fixture(autouse=True)
+def _cold_caches() -> None:
+    """Each test starts with the core's caches empty: what a test sees never depends on the
+    tests before it (random order, xdist), and a mutant's code runs instead of a remembered
+    answer of the original (the mutation run forks from a process that ran every test)."""
+    from antiloop import canonical, readings
+
+    for module in (canonical, readings):
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+        module._known.clear()
+
+
 @pytest.fixture
 def shared() -> Path:
     """The read-only shared folder beside the repository (skips when absent, fails in CI)."""
