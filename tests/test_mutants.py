@@ -708,3 +708,92 @@ def test_optional_event_fields_keep_only_what_is_usable() -> None:
     }
     lone = step_from_dict({"tool": "t", "paths": "one", "cwd": ""})
     assert (lone.paths, lone.cwd) == (("one",), None)
+
+
+def test_detectors_left_out_of_the_config_never_fire() -> None:
+    """detectors = ["repeat"]: no cycle and no failure streak, whatever their settings."""
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram", "detectors": ["repeat"]}))
+    steps = [
+        {"tool": "read", "args": {"path": "a.py"}, "output": "A"},
+        {"tool": "grep", "args": {"pattern": "x"}, "output": "a.py:1:x"},
+    ] * 2
+    assert [g.record(s).action for s in steps] == [Action.CONTINUE] * 4
+    assert [g.record(_failing("Bash", i)).action for i in range(4)] == [Action.CONTINUE] * 4
+
+
+def test_a_failure_streak_of_one_asks_at_the_first_failure() -> None:
+    """failure_streak = 1 asks at every failure."""
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram", "failure_streak": 1}))
+    assert g.record(_failing("Bash", 0)).detector == "fail-streak"
+
+
+def test_configured_goal_and_stagnation_thresholds_are_used() -> None:
+    """A goal_threshold above the message's similarity reaches no goal; a stagnation_threshold
+    above the messages' similarity finds no stagnation."""
+    g = Guard(
+        config=GuardConfig.from_mapping(
+            {"embedder": "ngram", "min_steps": 1, "goal_threshold": 0.99}
+        )
+    )
+    last = "I wrote the release notes for version two, they are done."
+    got = [
+        g.record(
+            {
+                "tool": "read",
+                "args": {"path": f"n{i}"},
+                "output": str(i),
+                "goal": GOAL,
+                "message": m,
+            }
+        )
+        for i, m in enumerate(["Reading.", "Writing.", last])
+    ]
+    assert got[-1].action is Action.CONTINUE
+    s = Guard(config=GuardConfig.from_mapping({"embedder": "ngram", "stagnation_threshold": 1.0}))
+    said = "I am still checking the build log for errors."
+    messages = [
+        {"tool": "read", "args": {"path": f"m{i}"}, "output": str(i), "message": said}
+        for i in range(5)
+    ]
+    assert [s.record(m).action for m in messages] == [Action.CONTINUE] * 5
+
+
+def test_a_blocked_cycle_is_refused_when_tried_again() -> None:
+    """A detector that blocks cycles marks the cycle's last call as stopped."""
+    g = Guard(detector=Cycle(2).with_action(Action.BLOCK))
+    steps = [
+        {"tool": "read", "args": {"path": "a.py"}, "output": "A"},
+        {"tool": "grep", "args": {"pattern": "x"}, "output": "a.py:1:x"},
+    ] * 2
+    assert [g.record(s).action for s in steps][-1] is Action.BLOCK
+    assert g.check("grep", {"pattern": "x"}).action is Action.BLOCK
+
+
+def test_the_guard_remembers_the_last_64_stopped_procedures() -> None:
+    """Past 64 blocked procedures the oldest is forgotten, the next oldest is not."""
+    g = Guard(
+        config=GuardConfig.from_mapping(
+            {"embedder": "ngram", "repeat_action": "block", "max_steps": 1000}
+        )
+    )
+    for i in range(65):
+        step = {"tool": "read", "args": {"path": f"p{i}"}, "output": "x"}
+        g.record(step)
+        assert g.record(step).action is Action.BLOCK
+    assert g.check("read", {"path": "p0"}).action is Action.CONTINUE
+    assert g.check("read", {"path": "p1"}).action is Action.BLOCK
+    assert g.check("read", {"path": "p64"}).action is Action.BLOCK
+
+
+def test_file_states_are_compared_by_their_canonical_path() -> None:
+    """The same file given absolutely under cwd and relatively has one state: a repeat."""
+    g = Guard(config=GuardConfig.from_mapping({"embedder": "ngram"}))
+    edit = {
+        "tool": "Edit",
+        "args": {"file_path": "a.py", "old_string": "1", "new_string": "2"},
+        "output": "ok",
+        "cwd": "/w",
+    }
+    first = g.record({**edit, "file_states": {"/w/a.py": {"sha256": "ab" * 32}}})
+    again = g.record({**edit, "file_states": {"a.py": {"sha256": "ab" * 32}}})
+    assert (first.action, again.action, again.detector) == (Action.CONTINUE, Action.STOP, "repeat")
