@@ -1,10 +1,11 @@
 # The two commands of the README. Both set everything up from a fresh clone.
 PY ?= python3
+comma := ,
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test sysdeps clis lint typecheck unit conformance bench clean
+.PHONY: demo test sysdeps clis lint typecheck unit conformance bench mutation clean
 
 # The real agent CLIs the hook tests drive (tests/hooks/test_real_clis.py), pinned, installed
 # once into an ignored folder. Without npm the tests skip with the reason (and fail under CI=true).
@@ -60,8 +61,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/mypy --strict tests/typing
 
+# In random order (pytest-randomly; the seed is printed, `-p randomly -p "randomly_seed=N"`
+# replays it) on two workers (pytest-xdist). A bare `pytest` runs in file order, in one process.
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -p randomly -n 2
 	$(BIN)/pytest -q -p no:cacheprovider --doctest-modules src/antiloop --ignore=src/antiloop/demo/project
 
 conformance: $(STAMP)
@@ -70,5 +73,10 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+# Mutation testing of the core (mutmut 3, about an hour on 2 cores; not part of `make test`):
+# the score and every surviving mutant go to bench/RESULTS.md. MODULES=guard,verdict picks some.
+mutation: $(STAMP)
+	$(BIN)/python -m bench.mutation $(foreach m,$(subst $(comma), ,$(MODULES)),--module $(m))
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(CLIS_DIR)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(CLIS_DIR) mutants

@@ -1,14 +1,19 @@
-"""Shared fixtures."""
+"""Shared fixtures, and the rule for what a test needs: skip on a laptop, fail under CI=true."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
+# ../shared beside the repository; ANTILOOP_TEST_SHARED names it for a copy of the tests run
+# elsewhere (the mutation run works in a copy under mutants/).
+SHARED = Path(os.environ.get("ANTILOOP_TEST_SHARED") or ROOT.parent / "shared")
+IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # Hook processes started by the tests answer in-process: a hook daemon started by one test
 # would outlive it. The daemon's own tests (tests/hooks/test_daemon.py) turn it back on, in a
@@ -16,9 +21,43 @@ SHARED = ROOT.parent / "shared"
 os.environ["ANTILOOP_HOOKD"] = "0"
 
 
+def missing(what: str) -> NoReturn:
+    """Skip for want of ``what``; under CI=true fail naming it (CI has everything)."""
+    if IN_CI:
+        pytest.fail(f"{what} (required under CI=true)")
+    pytest.skip(what, allow_module_level=True)
+
+
+def need_path(path: Path, what: str) -> Path:
+    """``path`` if it exists, else skip (fail under CI=true) saying ``what`` is missing."""
+    if not path.exists():
+        missing(f"{what} is missing: {path}")
+    return path
+
+
+def need_module(name: str, extra: str) -> None:
+    """Import ``name`` or skip (fail under CI=true, where dev installs every extra)."""
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        missing(f"{name} is not importable (pip install -e '.[{extra}]')")
+
+
+@pytest.fixture(autouse=True)
+def _cold_caches() -> None:
+    """Each test starts with the core's caches empty: what a test sees never depends on the
+    tests before it (random order, xdist), and a mutant's code runs instead of a remembered
+    answer of the original (the mutation run forks from a process that ran every test)."""
+    from antiloop import canonical, readings
+
+    for module in (canonical, readings):
+        for value in vars(module).values():
+            if callable(getattr(value, "cache_clear", None)):
+                value.cache_clear()
+        module._known.clear()
+
+
 @pytest.fixture
 def shared() -> Path:
-    """The read-only shared folder beside the repository (skips when absent)."""
-    if not SHARED.is_dir():
-        pytest.skip(f"{SHARED} is not beside the repository")
-    return SHARED
+    """The read-only shared folder beside the repository (skips when absent, fails in CI)."""
+    return need_path(SHARED, "the shared folder beside the repository")

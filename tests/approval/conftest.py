@@ -1,11 +1,15 @@
-"""Fixtures for the approval tests: a fake clock and a store with approvals."""
+"""Fixtures for the approval tests: a fake clock, and each store with approvals in turn."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
 import pytest
+from tests.stores.conftest import PARAMS, Backend
 
 from antiloop import Guard, GuardConfig
-from antiloop.approval import MemoryLedger
 
 
 class Clock:
@@ -20,36 +24,18 @@ class Clock:
         return self.now
 
 
-class LedgerStore:
-    """The guard's memory store plus the approval methods (until the store has its own)."""
-
-    def __init__(self) -> None:
-        from antiloop.stores.memory import MemoryStore
-
-        self.inner = MemoryStore()
-        self.ledger = MemoryLedger()
-
-    def __getattr__(self, name: str):
-        inner = self.inner
-        if hasattr(inner, name):
-            return getattr(inner, name)
-        return getattr(self.ledger, name)
-
-
 @pytest.fixture
 def clock() -> Clock:
     """A fake clock."""
     return Clock()
 
 
-@pytest.fixture
-def store():
-    """A memory store that keeps approvals (the store's own once it has them)."""
-    from antiloop.stores.memory import MemoryStore
-
-    if hasattr(MemoryStore, "decide_approval"):
-        return MemoryStore()
-    return LedgerStore()
+@pytest.fixture(params=PARAMS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A store that keeps approvals: memory, SQLite, Redis and PostgreSQL in turn."""
+    backend = Backend(request.param, tmp_path)
+    yield backend.open()
+    backend.cleanup()
 
 
 @pytest.fixture

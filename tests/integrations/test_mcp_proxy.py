@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import need_module
 
-pytest.importorskip("mcp", reason="needs antiloop[mcp]")
+need_module("mcp", "mcp")
 
 from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client

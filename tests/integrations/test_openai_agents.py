@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import need_module
 
-pytest.importorskip("agents", reason="needs antiloop[openai-agents]")
+need_module("agents", "openai-agents")
 
 from agents import (
     Agent,

@@ -9,15 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import SHARED, need_path
 
 from antiloop.cli import main
 from antiloop.traces import iter_paths, read_runs
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = SHARED / "corpus"
 
-pytestmark = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the shared corpus is not beside the repo ({CORPUS})"
-)
+
+@pytest.fixture(scope="module", autouse=True)
+def _corpus() -> None:
+    """The shared corpus is needed (skip on a laptop without it, fail under CI=true)."""
+    need_path(CORPUS, "the shared corpus beside the repository")
+
 
 RUN_KEYS = ["file", "record", "format", "steps", "loops", "waste"]
 LOOP_KEYS = ["step", "detector", "fingerprint", "evidence"]

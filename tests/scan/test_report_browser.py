@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import SHARED, missing, need_path
 
 from antiloop.cli import main
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+CORPUS = SHARED / "corpus"
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
     "--headless",
@@ -27,15 +28,11 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 def _require(ok: bool, reason: str) -> None:
-    if ok:
-        return
-    if IN_CI:
-        pytest.fail(f"{reason} (required under CI=true)")
-    pytest.skip(reason)
+    if not ok:
+        missing(reason)
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +53,7 @@ def browser() -> Any:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The HTML report of ``antiloop scan CORPUS --html``."""
-    if not CORPUS.is_dir():
-        pytest.skip(f"the shared corpus is not beside the repo ({CORPUS})")
+    need_path(CORPUS, "the shared corpus beside the repository")
     path = tmp_path_factory.mktemp("report") / "report.html"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(["scan", str(CORPUS), "--html", str(path)]) == 1

@@ -1,4 +1,4 @@
-"""A real ``antiloop serve`` process on a free loopback port, and a small client for it."""
+"""A real ``antiloop serve`` process on a loopback port of its own, and a small client for it."""
 
 # ruff: noqa: S105, S310  (a fixed test token; plain HTTP to the loopback service)
 
@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
+import re
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +24,7 @@ TOKEN = "test-token-123"
 SECRET = "webhook-secret-456"
 
 
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+_RUNNING = re.compile(rb"Uvicorn running on http://127\.0\.0\.1:(\d+)")
 
 
 @dataclass
@@ -66,46 +63,44 @@ class Server:
 
 
 def start_server(tmp: Path, *extra: str, env: dict[str, str] | None = None) -> Server:
-    """Start ``antiloop serve`` and wait until it answers /healthz."""
-    port = free_port()
-    log = tmp / f"serve-{port}.log"
+    """Start ``antiloop serve`` on port 0 (the kernel picks a free one, no race) and wait
+    until it says which port it got and answers /healthz there."""
+    name = uuid.uuid4().hex[:8]
+    log = tmp / f"serve-{name}.log"
     environ = {
         **os.environ,
         "ANTILOOP_TOKEN": TOKEN,
         "ANTILOOP_WEBHOOK_SECRET": SECRET,
         **(env or {}),
     }
-    store = f"sqlite:///{tmp}/antiloop-{port}.db"
+    store = f"sqlite:///{tmp}/antiloop-{name}.db"
+    command = [sys.executable, "-m", "antiloop", "serve", "--port", "0", "--store", store]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "antiloop",
-                "serve",
-                "--port",
-                str(port),
-                "--store",
-                store,
-                *extra,
-            ],
+            [*command, "--log-level", "info", *extra],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=environ,
         )
-    server = Server(f"http://127.0.0.1:{port}", process, log)
     deadline = time.monotonic() + 30  # a start-up limit, not a timed assertion
+    server: Server | None = None
     while True:
         if process.poll() is not None:
             raise AssertionError(f"antiloop serve exited: {log.read_text()}")
-        try:
-            with urllib.request.urlopen(server.url + "/healthz", timeout=1):
-                return server
-        except OSError:
-            if time.monotonic() > deadline:
-                process.kill()
-                raise AssertionError(f"antiloop serve did not start: {log.read_text()}") from None
-            time.sleep(0.05)
+        if server is None:
+            found = _RUNNING.search(log.read_bytes())
+            if found:
+                server = Server(f"http://127.0.0.1:{int(found[1])}", process, log)
+        if server is not None:
+            try:
+                with urllib.request.urlopen(server.url + "/healthz", timeout=1):
+                    return server
+            except OSError:
+                pass
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError(f"antiloop serve did not start: {log.read_text()}")
+        time.sleep(0.05)
 
 
 def stop_server(server: Server) -> None:

@@ -6,6 +6,7 @@ over the backends (split: state in Redis, records in PostgreSQL).
 
 from __future__ import annotations
 
+import json
 import threading
 from array import array
 from typing import Any
@@ -382,22 +383,116 @@ def test_expired_approval_becomes_expired_and_edits_are_kept(store: Any) -> None
 
 
 def test_concurrent_decisions_have_one_winner(backend: Any) -> None:
-    """Two store objects deciding one request at once: exactly one decision sticks."""
+    """N threads on two store objects deciding one request: one winner, its decision stands."""
     stores = [backend.open(), backend.open()]
     stores[0].put_approval(ApprovalRequest("r", "s", "a", "bash", {}, "exec", "x", 0.0))
-    results: list[ApprovalRequest] = []
+    results: dict[str, ApprovalRequest] = {}
+    start = threading.Barrier(8)
 
     def decide(i: int) -> None:
         status = "approved" if i % 2 else "denied"
-        results.append(stores[i % 2].decide_approval("r", status, f"p{i}", now=1.0))
+        start.wait()
+        results[f"p{i}"] = stores[i % 2].decide_approval("r", status, f"p{i}", now=1.0 + i)
 
-    threads = [threading.Thread(target=decide, args=(i,)) for i in range(6)]
+    threads = [threading.Thread(target=decide, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    final = stores[0].get_approval("r")
-    assert all(r == final for r in results)
+    assert sorted(results) == [f"p{i}" for i in range(8)]  # every thread got an answer
+    winners = [who for who, got in results.items() if got.decided_by == who]
+    assert len(winners) == 1
+    winner = int(winners[0][1:])
+    want = ApprovalStatus.APPROVED if winner % 2 else ApprovalStatus.DENIED
+    for store in stores:
+        final = store.get_approval("r")
+        assert (final.status, final.decided_by, final.decided_at) == (
+            want,
+            f"p{winner}",
+            1.0 + winner,
+        )
+    assert all(got == stores[1].get_approval("r") for got in results.values())
+    assert [(r.id, r.status) for r in stores[1].list_approvals(status="pending")] == []
+
+
+def test_the_approval_flow_seen_through_another_store_object(backend: Any) -> None:
+    """Requested through one store object, pending in another, decided by one, seen by all."""
+    asker, person, watcher = backend.open(), backend.open(), backend.open()
+    asker.put_approval(
+        ApprovalRequest(
+            "q", "s", "a", "bash", {"command": "deploy"}, "exec", "deploys", 100.0, expires_at=400.0
+        )
+    )
+    asker.put_approval(ApprovalRequest("late", "s", "a", "bash", {}, "exec", "x", 120.0, 200.0))
+    seen = watcher.get_approval("q")
+    assert (seen.status, seen.decided_by, seen.decided_at, seen.comment) == (
+        ApprovalStatus.PENDING,
+        None,
+        None,
+        None,
+    )
+    assert [r.id for r in watcher.list_approvals(status="pending")] == ["q", "late"]
+    done = person.decide_approval("q", "denied", "ann", comment="not on a Friday", now=150.0)
+    assert (done.status, done.decided_by, done.decided_at, done.comment) == (
+        ApprovalStatus.DENIED,
+        "ann",
+        150.0,
+        "not on a Friday",
+    )
+    for store in (asker, watcher):
+        got = store.get_approval("q")
+        assert (got.status, got.decided_by, got.decided_at, got.comment) == (
+            ApprovalStatus.DENIED,
+            "ann",
+            150.0,
+            "not on a Friday",
+        )
+        assert (got.session, got.tool, got.args, got.risk, got.reason) == (
+            "s",
+            "bash",
+            {"command": "deploy"},
+            "exec",
+            "deploys",
+        )
+    expired = watcher.decide_approval("late", "approved", "bob", now=200.5)
+    assert (expired.status, expired.decided_by) == (ApprovalStatus.EXPIRED, "timeout")
+    got = asker.get_approval("late")
+    assert (got.status, got.decided_by) == (ApprovalStatus.EXPIRED, "timeout")
+    assert [r.id for r in person.list_approvals(status="pending")] == []
+    assert sorted((r.id, r.status.value) for r in person.list_approvals(session="s")) == [
+        ("late", "expired"),
+        ("q", "denied"),
+    ]
+
+
+def test_interleaved_steps_through_two_guards_audit_each_step_once(backend: Any) -> None:
+    """Two guards on two store objects, steps of one session from threads: the audit keeps
+    each step once, numbered 0..n-1 in order (a retried judgement leaves no stale record)."""
+    guards = [Guard(store=backend.open(), audit=True), Guard(store=backend.open(), audit=True)]
+    per_thread, workers = 20, 4
+    start = threading.Barrier(workers)
+
+    def work(g: int) -> None:
+        start.wait()
+        for i in range(per_thread):
+            path = f"g{g}/f{i}.py"
+            guards[g % 2].record(
+                Step(tool="Read", args={"file_path": path}, output=f"text {g} {i}", session="s")
+            )
+
+    threads = [threading.Thread(target=work, args=(g,)) for g in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    n = workers * per_thread
+    records = [r for r in backend.open().audit_records("s") if r.kind == "step"]
+    assert [r.index for r in records] == list(range(n))
+    paths = sorted(json.loads(r.args or "{}")["file_path"] for r in records)
+    assert paths == sorted(f"g{g}/f{i}.py" for g in range(workers) for i in range(per_thread))
+    assert {r.action for r in records} == {"continue"}
+    assert backend.open().peek("s").steps == n
+    assert backend.open().verify_audit() == []
 
 
 def test_cache_keeps_values_until_they_expire(backend: Any) -> None:

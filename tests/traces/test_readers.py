@@ -7,15 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import SHARED, need_path
 
 from antiloop.events import Step
 from antiloop.traces import Run, detect_format, iter_paths, read_runs
 
-CORPUS = (Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus").resolve()
+CORPUS = SHARED / "corpus"
 
-pytestmark = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the shared corpus is not beside the repo ({CORPUS})"
-)
+
+@pytest.fixture(scope="module", autouse=True)
+def _corpus() -> None:
+    """The shared corpus is needed (skip on a laptop without it, fail under CI=true)."""
+    need_path(CORPUS, "the shared corpus beside the repository")
+
 
 FOLDER_FORMATS = {
     "mini-swe-agent-gemini-3-pro": "mini-swe-agent-1",
