@@ -1,4 +1,4 @@
-"""Configuration: ``antiloop.toml`` or the JSON config of PROTOCOL.md section 7.
+"""Configuration: ``antiloop.toml`` or the JSON config of docs/protocol.md section 7.
 
 Every key is optional. An unknown key, or a value of the wrong kind, is a ``ConfigError`` that
 names it; nothing is silently ignored.
@@ -29,7 +29,7 @@ TABLES = ("approval", "hooks", "audit", "telemetry")
 
 @dataclass(frozen=True, slots=True)
 class GuardConfig:
-    """The guard's settings; see PROTOCOL.md section 7 for the meaning of each key.
+    """The guard's settings; see docs/protocol.md section 7 for the meaning of each key.
 
     Example:
         >>> GuardConfig(max_steps=50).budget

@@ -204,7 +204,7 @@ class Guard:
 
     Args:
         detector: the policy; by default the one ``config`` describes.
-        config: thresholds and switches (PROTOCOL.md section 7).
+        config: thresholds and switches (docs/protocol.md section 7).
         embedder: for the goal and stagnation checks; by default ``config.embedder``, loaded
             on first use.
         listeners: observers of every verdict (audit logs, metrics).

@@ -1,4 +1,4 @@
-"""``antiloop check``: one verdict per step of a JSON-lines stream (PROTOCOL.md section 7)."""
+"""``antiloop check``: one verdict per step of a JSON-lines stream (docs/protocol.md section 7)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class RecentSessions(MemoryStore):
     """A memory store that keeps the ``max_sessions`` most recently active sessions.
 
     Past that many, the least recently active one is forgotten; if it comes back it starts
-    afresh (PROTOCOL.md section 7), so memory is bounded however many sessions a stream has.
+    afresh (docs/protocol.md section 7), so memory is bounded however many sessions a stream has.
     """
 
     def __init__(self, max_sessions: int) -> None:
@@ -56,7 +56,7 @@ def guard_for(config: GuardConfig) -> Guard:
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``antiloop check``."""
     parser.add_argument("file", nargs="?", default="-", help="a .jsonl file, or - for stdin")
-    parser.add_argument("--config", help="a JSON or TOML config (PROTOCOL.md section 7)")
+    parser.add_argument("--config", help="a JSON or TOML config (docs/protocol.md section 7)")
     parser.add_argument(
         "--summary-json",
         metavar="FILE",
