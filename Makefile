@@ -64,7 +64,7 @@ typecheck: $(STAMP)
 # In random order (pytest-randomly; the seed is printed, `-p randomly -p "randomly_seed=N"`
 # replays it) on two workers (pytest-xdist). A bare `pytest` runs in file order, in one process.
 unit: $(STAMP)
-	$(BIN)/pytest -p randomly -n 2
+	$(BIN)/pytest -p randomly -n 2 --dist loadfile
 	$(BIN)/pytest -q -p no:cacheprovider --doctest-modules src/antiloop --ignore=src/antiloop/demo/project
 
 conformance: $(STAMP)

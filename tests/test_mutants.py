@@ -557,7 +557,7 @@ EXPECTED_CYCLE = Verdict(
     Action.STOP,
     "cycle",
     "loop",
-    "AGENT::agent::cycle::read>grep::period 2#8c25058d",
+    "AGENT::agent::cycle::read>grep::period 2#52f103c7",
     "The same 2 steps ran twice in a row with the same results: read a.py > grep x.",
     "You are going round in a circle (read>grep, twice, same results). Step back and try a"
     " different approach, or ask for help.",
@@ -579,10 +579,11 @@ def test_composed_detectors_show_what_they_are_made_of() -> None:
     assert both.detectors == (never, Repeat(2))
 
 
-def test_procedure_keys_are_kept_whole_when_short_else_digested() -> None:
-    """Stored states hold keys of up to 48 characters as they are, longer ones as 16 hex."""
+def test_procedure_keys_are_stored_as_digests() -> None:
+    """Stored states hold every procedure key as 16 hex digits (a short key could hold a
+    secret: ``mysql -phunter2``), the same in every process."""
     key = "k" * 48
-    assert key_digest(key) == key
+    assert key_digest(key) == "8d5e450b8dae1ee1"
     assert key_digest(key + "x") == "75028df646fea799"
     assert key_digest("\ud800" * 49) == "804c1701b80952b0"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.stores.conftest import PARAMS, Backend
+from tests.stores.conftest import PARAMS, Backend, redis_cluster  # noqa: F401 - a fixture
 
 from antiloop import Guard, GuardConfig
 
@@ -32,8 +32,9 @@ def clock() -> Clock:
 
 @pytest.fixture(params=PARAMS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """A store that keeps approvals: memory, SQLite, Redis and PostgreSQL in turn."""
-    backend = Backend(request.param, tmp_path)
+    """A store that keeps approvals: memory, SQLite, Redis, PostgreSQL, split, cluster in turn."""
+    cluster = request.getfixturevalue("redis_cluster") if request.param == "cluster" else None
+    backend = Backend(request.param, tmp_path, cluster)
     yield backend.open()
     backend.cleanup()
 

@@ -174,7 +174,6 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
     """Every probe goes through every sink; every sink is read and holds none of them."""
     url, got = receiver
     server = start_server(tmp_path, "--webhook", url)
-    store = tmp_path / f"antiloop-{server.url.rsplit(':', 1)[1]}.db"  # start_server's file
     sinks: dict[str, bytes | str] = {}
     try:
         events = Events(server)
@@ -231,6 +230,7 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
     finally:
         stop_server(server)
 
+    (store,) = tmp_path.glob("antiloop-*.db")  # start_server's store
     files = sorted(tmp_path.glob(f"{store.name}*"))
     assert store in files
     for file in files:
