@@ -121,13 +121,21 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 @pytest.fixture(scope="module")
-def page(world: Any) -> Any:
-    """The signed-in overview, shared by the interaction tests."""
+def shared_page(world: Any) -> Any:
+    """The signed-in tab shared by the interaction tests."""
     tab = world["open"]()
     yield tab
     assert "token" not in tab.url  # the token left the address bar
     assert tab.errors == []
     tab.context.close()
+
+
+@pytest.fixture
+def page(shared_page: Any) -> Any:
+    """The shared tab on the overview, whatever view the test before left it on (any order)."""
+    shared_page.goto(shared_page.url.split("#")[0] + "#/")
+    shared_page.wait_for_selector("#approvals")
+    return shared_page
 
 
 def _shoot(tab: Any, name: str, tmp_path: Path) -> Path:
