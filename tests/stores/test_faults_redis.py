@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.stores.faults import store_failed, tally
 
 from antiloop import Guard, GuardConfig, Step
 from antiloop.verdict import Action, Verdict
@@ -193,11 +194,6 @@ def _step(n: int, session: str = "s", id: str | None = None) -> Step:
     return Step(tool="read", args={"path": f"f{n}"}, output=f"contents {n}", session=session, **ids)
 
 
-def _failed(verdict: Verdict) -> bool:
-    """The verdict a store failure gives (allow: unguarded; block: detector 'store')."""
-    return verdict.detector == "store" or verdict.reason.startswith("unguarded")
-
-
 @pytest.mark.parametrize("mode", ["close", "swallow"])
 def test_a_lost_commit_reply_is_not_judged_twice(redis_server: RedisServer, mode: str) -> None:
     """redis-py sends a commit again when its reply is lost: the step still counts once.
@@ -215,7 +211,7 @@ def test_a_lost_commit_reply_is_not_judged_twice(redis_server: RedisServer, mode
     store = Guard(store=redis_server.url()).store
     state = store.peek("s")
     assert state is not None
-    acknowledged = [n for n, v in enumerate(verdicts) if not _failed(v)]
+    acknowledged = [n for n, v in enumerate(verdicts) if not store_failed(v)]
     paths = Counter(r.output for r in store.audit_records("s"))
     assert all(paths[f"contents {n}"] == 1 for n in acknowledged), paths
     assert max(paths.values()) == 1
@@ -252,7 +248,7 @@ def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
             if w % 2:
                 step = _step(n, session, id=f"{session}-{n}")
                 verdict = guard.record(step)
-                while _failed(verdict):
+                while store_failed(verdict):
                     time.sleep(0.01)
                     verdict = guard.record(step)
             else:
@@ -280,27 +276,17 @@ def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
     assert redis_server.kills >= 5
 
     store = Guard(store=redis_server.url()).store
-    lost = doubled = acknowledged = 0
-    for session, got in verdicts.items():
-        paths = Counter(r.output for r in store.audit_records(session))
-        state = store.peek(session)
-        assert state is not None
-        assert state.steps == sum(paths.values())  # the state and the log agree
-        for n, verdict in got:
-            assert verdict.action < Action.BLOCK or _failed(verdict), verdict.reason
-            if not _failed(verdict):
-                acknowledged += 1
-                lost += paths[f"contents {n}"] == 0
-            doubled += paths[f"contents {n}"] > 1
-        if session in ("w1", "w3"):  # retried until acknowledged: every step exactly once
-            assert state.steps == len(got)
-    assert store.verify_audit() == []
-    steps = sum(len(got) for got in verdicts.values())
-    print(
-        f"redis kill/restart ({policy}): {steps} steps, {acknowledged} acknowledged, "
-        f"{redis_server.kills} kills, lost {lost}, doubled {doubled}"
+    counted = tally(
+        store, verdicts, lambda session: Counter(r.output for r in store.audit_records(session))
     )
-    assert (lost, doubled) == (0, 0)
+    for session in ("w1", "w3"):  # retried until acknowledged: every step exactly once
+        assert store.peek(session).steps == len(verdicts[session])
+    assert store.verify_audit() == []
+    print(
+        f"redis kill/restart ({policy}): {counted.steps} steps, {counted.acknowledged} "
+        f"acknowledged, {redis_server.kills} kills, lost {counted.lost}, doubled {counted.doubled}"
+    )
+    assert (counted.lost, counted.doubled) == (0, 0)
 
 
 @pytest.mark.parametrize("policy", ["allow", "block"])
@@ -317,7 +303,7 @@ def test_a_hung_redis_answers_within_the_store_timeout(
         took = time.monotonic() - started
     finally:
         redis_server.signal(signal.SIGCONT)
-    assert _failed(verdict)
+    assert store_failed(verdict)
     assert (verdict.action is Action.BLOCK) == (policy == "block")
     assert took < 4, f"a step took {took:.1f} s on a hung Redis"
     print(f"redis hung ({policy}): the step answered in {took:.2f} s")
