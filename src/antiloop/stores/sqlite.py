@@ -102,7 +102,10 @@ class _Transaction:
                     "transaction open on it"
                 )
             try:
-                db = store._begin(link)
+                if link.batch:  # inside batch(): a savepoint of the batch's transaction
+                    link.cursor.execute("SAVEPOINT step")
+                else:
+                    store._begin(link)
             except sqlite3.Error as exc:
                 raise store._failed("could not lock the database", exc) from exc
             cur = link.cursor
@@ -121,7 +124,7 @@ class _Transaction:
                 else:
                     self._saved = True
             except BaseException as exc:
-                _rollback(db)
+                _undo(link)
                 if isinstance(exc, sqlite3.Error):
                     raise store._failed("could not read a session", exc) from exc
                 raise
@@ -141,8 +144,7 @@ class _Transaction:
     ) -> None:
         store = self._store
         link = self._link
-        db = link.db
-        assert db is not None  # noqa: S101 - __enter__ connected
+        kept = False
         try:
             if kind is None:
                 assert self._state is not None  # noqa: S101
@@ -153,25 +155,37 @@ class _Transaction:
                         cur.execute(_SET_STATE, (data, store.clock(), self._session))
                     else:
                         cur.execute(_PUT_STATE, (self._session, data, store.clock()))
-                    cur.execute("COMMIT")
+                    cur.execute("RELEASE step" if link.batch else "COMMIT")
                     link.head_pending = False
                     link.states.saved(self._session, data, self._state, link.version)
+                    kept = True
                 except sqlite3.Error as err:
-                    _rollback(db)
+                    _undo(link)
                     raise store._failed("could not save a session", err) from err
                 except BaseException:
-                    _rollback(db)
+                    _undo(link)
                     raise
             else:
-                _rollback(db)
+                _undo(link)
         finally:
-            if db.in_transaction or kind is not None:
+            if not kept:
                 link.states.drop(self._session)
             if link.head_pending:
                 link.head = None  # not committed: the head it moved to was not written
                 link.head_pending = False
             link.in_tx = False
             link.lock.release()
+
+
+def _undo(link: Link) -> None:
+    """Roll back the step: its savepoint inside ``batch()``, else the transaction."""
+    if not link.batch:
+        if link.db is not None:
+            _rollback(link.db)
+        return
+    with contextlib.suppress(sqlite3.Error):
+        link.cursor.execute("ROLLBACK TO step")
+        link.cursor.execute("RELEASE step")
 
 
 def _rollback(db: sqlite3.Connection) -> None:
@@ -449,7 +463,7 @@ class SQLiteStore(SQLRecords):
     def _write(self, what: str, fn: Callable[[Any], T]) -> T:
         """Run ``fn`` on the link's cursor in its own write transaction (or in the open one)."""
         with self._held() as link:
-            if link.in_tx:
+            if link.in_tx or link.batch:
                 try:
                     return fn(link.cursor)
                 except sqlite3.Error as exc:
@@ -468,6 +482,35 @@ class SQLiteStore(SQLRecords):
                 _rollback(db)
                 raise
             return result
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Judge many steps in one write transaction, with one commit (``POST /v1/steps``).
+
+        Each ``transaction()`` inside is a savepoint, so a step that fails is undone alone;
+        none is kept (nor seen by other processes) before the end, and a failed commit keeps
+        none. Other threads of this process wait for the batch; inside one, it is a no-op.
+        """
+        with self._held() as link:
+            if link.in_tx or link.batch:
+                yield
+                return
+            try:
+                db = self._begin(link)
+            except sqlite3.Error as exc:
+                raise self._failed("could not lock the database", exc) from exc
+            link.batch = True
+            try:
+                yield
+                link.batch = False
+                db.execute("COMMIT")
+            except BaseException as exc:
+                link.batch = False
+                _rollback(db)
+                link.forget()  # what was saved in the batch is not
+                if isinstance(exc, sqlite3.Error):
+                    raise self._failed("could not save a batch", exc) from exc
+                raise
 
     def peek(self, session: str) -> SessionState | None:
         """The saved state, or None."""
