@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ def _commits(store: SQLiteStore) -> list[str]:
 
 
 def _steps_in_file(path: Path) -> dict[str, int]:
-    with sqlite3.connect(path) as db:
+    with closing(sqlite3.connect(path)) as db:
         rows = db.execute("SELECT session, count(*) FROM audit WHERE kind = 'step' GROUP BY 1")
         return dict(rows.fetchall())
 
