@@ -25,6 +25,7 @@ SUITES = {
     "clis": "bench.clis",
     "goal": "bench.goal",
     "telemetry": "bench.telemetry",
+    "json": "bench.json_lib",
 }
 
 

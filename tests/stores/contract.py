@@ -527,3 +527,97 @@ def test_url_never_shows_a_password(store: Any) -> None:
     """The store's url is a URL of its scheme and carries no password."""
     assert "://" in store.url
     assert "secret" not in store.url
+
+
+def test_the_approval_flow_through_two_processes_leaves_these_records(backend: Any) -> None:
+    """Asked through one store object and answered through another (k-of-n, an edit, a stop):
+    the stored requests, votes, stop flag and the verdicts all say who decided what, when."""
+    from antiloop.approval import Answer, ApprovalPolicy, Approvals
+
+    clock = FakeClock(500.0)
+    asking = Approvals(backend.open(), ApprovalPolicy(required=2), clock=clock, wait=False)
+    people = Approvals(backend.open(), clock=clock)
+    guard = Guard(store=backend.open())
+    gate = asking.gate(guard, "Bash", {"command": "deploy --token t0ps3cret"}, session="s")
+    request = gate.request
+    assert request is not None
+    assert gate.verdict.action is Action.ASK
+    clock.now = 510.0
+    people.answer(request.id, Answer.approve("alice", "fine by me"))
+    people.answer(request.id, Answer.approve(" Alice ", "me again"))  # the same voter
+    still = people.ledger.get_approval(request.id)
+    assert (still.status, still.decided_by) == (ApprovalStatus.PENDING, None)
+    clock.now = 520.0
+    done = people.answer(request.id, Answer.approve("bob"))
+    assert (done.status, done.decided_by, done.decided_at) == (
+        ApprovalStatus.APPROVED,
+        "alice, bob",
+        520.0,
+    )
+    stored = asking.ledger.list_approvals(session="s")
+    votes = [r for r in stored if r.extra.get("vote_for") == request.id]
+    assert sorted((v.decided_by, v.status, v.decided_at, v.comment) for v in votes) == [
+        ("alice", ApprovalStatus.APPROVED, 510.0, "fine by me"),
+        ("bob", ApprovalStatus.APPROVED, 520.0, None),
+    ]
+    main = next(r for r in stored if r.id == request.id)
+    assert (main.tool, main.risk, main.created_at, main.expires_at) == (
+        "Bash",
+        "exec",
+        500.0,
+        500.0 + asking.policy.timeout,
+    )
+    assert "t0ps3cret" not in json.dumps(main.to_dict())
+    assert asking.wait(request.id).status is ApprovalStatus.APPROVED
+
+    edit = asking.gate(guard, "Bash", {"command": "rm -rf build"}, session="s").request
+    assert edit is not None
+    people.answer(edit.id, Answer.deny("carol", "not now", stop=True))
+    people.answer(edit.id, Answer.approve("dave"))  # too late: the first answer stands
+    got = asking.ledger.get_approval(edit.id)
+    assert (got.status, got.decided_by, got.comment) == (ApprovalStatus.DENIED, "carol", "not now")
+    assert asking.ledger.stop_requested("s") == "carol"
+    stopped = asking.gate(guard, "Read", {"file_path": "a.py"}, session="s")
+    assert (stopped.verdict.action, stopped.verdict.detector) == (Action.STOP, "person")
+    assert backend.open().peek("s").ended == stopped.verdict  # the session ended in the store
+    assert asking.ledger.list_approvals(status="pending") == []
+
+
+def test_concurrent_answers_to_a_two_approver_request_decide_it_once(backend: Any) -> None:
+    """Four people approve a 2-of-n request at once through two store objects: it ends
+    approved by two or more distinct voters whose votes are kept, nothing left pending."""
+    from antiloop.approval import Answer, ApprovalPolicy, Approvals
+
+    sides = [
+        Approvals(backend.open(), ApprovalPolicy(required=2), wait=False),
+        Approvals(backend.open(), ApprovalPolicy(required=2), wait=False),
+    ]
+    guard = Guard(store=backend.open())
+    request = sides[0].gate(guard, "Bash", {"command": "make deploy"}, session="s").request
+    assert request is not None
+    start = threading.Barrier(4)
+    answers: dict[str, ApprovalRequest] = {}
+
+    def vote(i: int) -> None:
+        start.wait()
+        answers[f"p{i}"] = sides[i % 2].answer(request.id, Answer.approve(f"p{i}"))
+
+    threads = [threading.Thread(target=vote, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(answers) == ["p0", "p1", "p2", "p3"]
+    final = sides[1].ledger.get_approval(request.id)
+    assert final.status is ApprovalStatus.APPROVED
+    voters = final.decided_by.split(", ")
+    assert len(voters) >= 2
+    assert set(voters) <= {"p0", "p1", "p2", "p3"}
+    assert voters == sorted(voters)
+    kept = [r for r in sides[0].ledger.list_approvals() if r.extra.get("vote_for") == request.id]
+    assert set(voters) <= {r.decided_by for r in kept}  # a vote after the decision is none
+    assert len({r.decided_by for r in kept}) == len(kept)
+    assert {r.status for r in kept} == {ApprovalStatus.APPROVED}
+    assert {a.status for a in answers.values()} <= {ApprovalStatus.PENDING, ApprovalStatus.APPROVED}
+    assert ApprovalStatus.APPROVED in {a.status for a in answers.values()}
+    assert sides[0].ledger.list_approvals(status="pending") == []

@@ -318,9 +318,19 @@ class Service:
         return wire  # type: ignore[no-any-return]
 
     def judge_all(self, batch: list[Any]) -> list[dict[str, Any]]:
-        """The wire verdicts of a batch, judged in order (one intervention read per session)."""
+        """The wire verdicts of a batch, judged in order (one intervention read per session).
+
+        A store with ``batch()`` (SQLite) judges the batch in one transaction: one commit.
+        """
         seen: dict[str, tuple[str | None, list[str]]] = {}
-        return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+        together = getattr(self.store, "batch", None)
+        if not callable(together):
+            return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+        try:
+            with together():
+                return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+        except StoreError as exc:  # the commit failed: no step of the batch was kept
+            return [self.store_failed(raw, i, exc) for i, raw in enumerate(batch)]
 
     def store_failed(self, raw: Any, index: int, exc: Exception) -> dict[str, Any]:
         """The wire verdict ``on_store_error`` gives a step the store did not judge in time."""

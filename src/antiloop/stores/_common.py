@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
@@ -14,9 +14,10 @@ from antiloop.errors import ConfigError
 from antiloop.redact import redact_value
 
 if TYPE_CHECKING:
-    from antiloop.stores.auditlog import AuditRecord, AuditRow, SessionSummary
+    from antiloop.stores.auditlog import AuditRecord, SessionSummary
 
 __all__ = [
+    "Records",
     "approval_from_json",
     "approval_to_json",
     "decide",
@@ -112,8 +113,16 @@ def decide(
     )
 
 
-class AuditReading:
-    """``session_summaries`` over ``audit_records``, shared by every store with an audit log."""
+class Records:
+    """What every store with records shares: audit summaries, and approvals decided once.
+
+    A store provides ``audit_records``, ``_approval_body(id)``, ``_approvals_of(status,
+    session)`` (it may filter; this class filters and sorts again) and ``_swap_approval(id,
+    change)``: atomically, ``change`` the current request (a KeyError when unknown) and keep
+    what it returns unless None; return the request as it then stands.
+    """
+
+    clock: Callable[[], float]
 
     def audit_records(
         self, session: str | None = None, since_seq: int = 0
@@ -122,22 +131,72 @@ class AuditReading:
         raise NotImplementedError
 
     def session_summaries(self) -> list[SessionSummary]:
-        """One summary per session in the log."""
+        """One summary per session in the log, the most recently active first."""
         from antiloop.stores.auditlog import summarise
 
         return summarise(self.audit_records())
 
-
-class SQLAuditReading(AuditReading):
-    """``audit_records`` of the SQL stores, over their ``_rows(session, since_seq)`` query."""
-
-    def _rows(self, session: str | None, since_seq: int) -> list[AuditRow]:
+    def _approval_body(self, id: str) -> str | bytes | None:
         raise NotImplementedError
 
-    def audit_records(
-        self, session: str | None = None, since_seq: int = 0
-    ) -> Iterator[AuditRecord]:
-        """The records after ``since_seq``, of one session or all."""
-        from antiloop.stores.auditlog import parse_rows
+    def _approvals_of(self, status: str | None, session: str | None) -> list[str | bytes]:
+        raise NotImplementedError
 
-        return parse_rows(self._rows(session, since_seq))
+    def _swap_approval(
+        self, id: str, change: Callable[[ApprovalRequest], ApprovalRequest | None]
+    ) -> ApprovalRequest:
+        raise NotImplementedError
+
+    def get_approval(self, id: str) -> ApprovalRequest | None:
+        """The request, or None when unknown."""
+        body = self._approval_body(id)
+        return None if body is None else approval_from_json(body)
+
+    def decide_approval(
+        self,
+        id: str,
+        status: ApprovalStatus | str,
+        decided_by: str,
+        comment: str | None = None,
+        edited_args: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> ApprovalRequest:
+        """Decide a pending, unexpired request atomically (see ``ApprovalStore``)."""
+        when = self.clock() if now is None else now
+        ApprovalStatus(status)  # a bad status is a ValueError before anything is read
+        return self._swap_approval(
+            id, lambda current: decide(current, status, decided_by, comment, edited_args, when)
+        )
+
+    def list_approvals(
+        self, status: ApprovalStatus | str | None = None, session: str | None = None
+    ) -> list[ApprovalRequest]:
+        """Requests, oldest first, filtered by status and session."""
+        wanted = None if status is None else str(status)
+        found = [approval_from_json(b) for b in self._approvals_of(wanted, session)]
+        return sorted(
+            (
+                r
+                for r in found
+                if (wanted is None or r.status == wanted)
+                and (session is None or r.session == session)
+            ),
+            key=lambda r: (r.created_at, r.id),
+        )
+
+
+def parse_head(text: str) -> tuple[int, str] | None:
+    """``(seq, hash)`` of a stored audit head ``"seq hash"``, or None when it is damaged."""
+    seq, _, digest = text.partition(" ")
+    if not (seq.isascii() and seq.isdigit()) or len(digest) != 64:
+        return None
+    return int(seq), digest
+
+
+def damaged_head(url: str, head: str, seq: int) -> None:
+    """Log that a store's audit head is damaged and the records chain on record ``seq``."""
+    import logging
+
+    logging.getLogger("antiloop").error(
+        "antiloop: the audit head of %s is damaged (%r); chaining on record %d", url, head[:80], seq
+    )

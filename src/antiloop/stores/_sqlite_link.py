@@ -34,6 +34,7 @@ class Link:
 
     __slots__ = (
         "__weakref__",
+        "batch",
         "busy_ms",
         "cursor",
         "db",
@@ -57,6 +58,7 @@ class Link:
         self.cursor: Any = None
         self.busy_ms = -1
         self.in_tx = False
+        self.batch = False  # a write transaction open for many steps (SQLiteStore.batch)
         self.forget()
 
     def forget(self) -> None:

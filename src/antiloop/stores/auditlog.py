@@ -64,10 +64,37 @@ _c_encoder = (
 )
 
 
+try:  # the `fast` extra: bodies written 4x and read 3x faster (bench/results/json.md)
+    import orjson
+
+    _fast: Any = orjson
+except ImportError:  # pragma: no cover - the stdlib then (antiloop needs no dependency)
+    _fast = None
+
+
 def _dumps(value: Any) -> str:
+    """Compact JSON; orjson's when it can (not a lone surrogate, nor an int past 64 bits).
+
+    orjson writes non-ASCII text as UTF-8 rather than escapes, and a NaN as null.
+    """
+    if _fast is not None:
+        try:
+            return str(_fast.dumps(value).decode())
+        except TypeError:
+            pass
     if _c_encoder is None:  # pragma: no cover - CPython has the C encoder
         return _ENCODER.encode(value)
     return "".join(_c_encoder(value, 0))
+
+
+def loads(text: str) -> Any:
+    """A stored body, through orjson when it can read it (the stdlib reads lone surrogates)."""
+    if _fast is not None:
+        try:
+            return _fast.loads(text)
+        except _fast.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 _ACTIONS = {action: action.name.lower() for action in Action}
@@ -253,12 +280,12 @@ def build_record(event: AuditEvent, seq: int, prev: str, cap: int = DEFAULT_CAP)
     if detail:
         body["detail"] = redact_value(detail)
     text = _dumps(body)
-    return AuditRow(seq, text, hashlib.sha256(text.encode("ascii")).hexdigest())
+    return AuditRow(seq, text, hashlib.sha256(text.encode()).hexdigest())
 
 
 def parse_row(row: AuditRow) -> AuditRecord:
     """The record a stored row holds (no check; see ``verify_chain``)."""
-    data = json.loads(row.body)
+    data = loads(row.body)
     values = {k: v for k, v in data.items() if k in _FIELDS}
     values["evidence"] = tuple(values.get("evidence", ()))
     values["hash"] = row.hash
@@ -328,7 +355,7 @@ def _base_problems(rows: list[AuditRow], base: tuple[int, str] | None) -> list[P
         if PRUNE not in row.body or not _own_hash_ok(row):
             continue
         try:
-            body = json.loads(row.body)
+            body = loads(row.body)
             detail = body.get("detail") or {} if body.get("kind") == PRUNE else {}
         except (ValueError, AttributeError):
             continue
@@ -350,7 +377,7 @@ def _verify_from(
     items: list[tuple[AuditRow, dict[str, Any] | None, bool]] = []
     for row in rows:
         try:
-            data = json.loads(row.body)
+            data = loads(row.body)
             if not isinstance(data, dict):
                 data = None
         except ValueError:

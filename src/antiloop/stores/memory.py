@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from antiloop.history import SessionState
-from antiloop.stores._common import AuditReading
+from antiloop.stores._common import Records, approval_from_json, approval_to_json
 
 if TYPE_CHECKING:
-    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.approval.request import ApprovalRequest
     from antiloop.audit import AuditEvent
     from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem
 
@@ -50,7 +50,7 @@ class _Transaction:
             store._lock.release()
 
 
-class MemoryStore(AuditReading):
+class MemoryStore(Records):
     """Session state in this process only: fast, and gone when the process ends.
 
     Args:
@@ -179,58 +179,29 @@ class MemoryStore(AuditReading):
 
     def put_approval(self, request: ApprovalRequest) -> None:
         """Keep a request."""
-        from antiloop.stores._common import approval_to_json
-
         with self._lock:
             self._approvals[request.id] = approval_to_json(request)
 
-    def get_approval(self, id: str) -> ApprovalRequest | None:
-        """The request, or None."""
-        from antiloop.stores._common import approval_from_json
+    def _approval_body(self, id: str) -> str | None:
+        return self._approvals.get(id)
 
-        text = self._approvals.get(id)
-        return None if text is None else approval_from_json(text)
-
-    def decide_approval(
-        self,
-        id: str,
-        status: ApprovalStatus | str,
-        decided_by: str,
-        comment: str | None = None,
-        edited_args: Mapping[str, Any] | None = None,
-        now: float | None = None,
-    ) -> ApprovalRequest:
-        """Decide a pending request atomically."""
-        from antiloop.stores._common import approval_to_json, decide
-
+    def _approvals_of(self, status: str | None, session: str | None) -> list[str | bytes]:
         with self._lock:
-            current = self.get_approval(id)
-            if current is None:
+            return list(self._approvals.values())
+
+    def _swap_approval(
+        self, id: str, change: Callable[[ApprovalRequest], ApprovalRequest | None]
+    ) -> ApprovalRequest:
+        with self._lock:
+            text = self._approvals.get(id)
+            if text is None:
                 raise KeyError(id)
-            when = self.clock() if now is None else now
-            changed = decide(current, status, decided_by, comment, edited_args, when)
+            current = approval_from_json(text)
+            changed = change(current)
             if changed is None:
                 return current
             self._approvals[id] = approval_to_json(changed)
             return changed
-
-    def list_approvals(
-        self, status: ApprovalStatus | str | None = None, session: str | None = None
-    ) -> list[ApprovalRequest]:
-        """Requests, oldest first."""
-        from antiloop.stores._common import approval_from_json
-
-        with self._lock:
-            found = [approval_from_json(t) for t in self._approvals.values()]
-        return sorted(
-            (
-                r
-                for r in found
-                if (status is None or r.status == status)
-                and (session is None or r.session == session)
-            ),
-            key=lambda r: (r.created_at, r.id),
-        )
 
     # -- cache ----------------------------------------------------------------------------
 

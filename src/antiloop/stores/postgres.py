@@ -26,19 +26,17 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, TypeVar
 
 from antiloop.errors import ConfigError, MissingExtra, StoreError
 from antiloop.history import SessionState
-from antiloop.stores._common import SQLAuditReading, hide_password, split_options
+from antiloop.stores._common import hide_password, split_options
+from antiloop.stores._sql import POSTGRES, SQLRecords, statements
 from antiloop.stores.codec import StateCache, decode_state, encode_state
 
-if TYPE_CHECKING:
-    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
-    from antiloop.audit import AuditEvent
-    from antiloop.stores.auditlog import AuditRow, Problem
+T = TypeVar("T")
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
@@ -151,20 +149,6 @@ def _shut(conn: Any) -> None:
             sock.close()
 
 
-def parse_head(text: str) -> tuple[int, str] | None:
-    """``(seq, hash)`` of a stored audit head ``"seq hash"``, or None when it is damaged."""
-    seq, _, digest = text.partition(" ")
-    if not (seq.isascii() and seq.isdigit()) or len(digest) != 64:
-        return None
-    return int(seq), digest
-
-
-def _log() -> Any:
-    import logging
-
-    return logging.getLogger("antiloop")
-
-
 class _Transaction:
     __slots__ = ("_session", "_state", "_store", "_tx")
 
@@ -250,7 +234,7 @@ class _Transaction:
             store._lock.release()
 
 
-class PostgresStore(SQLAuditReading):
+class PostgresStore(SQLRecords):
     """Sessions, audit log, approvals, cache and interventions in PostgreSQL (psycopg 3).
 
     Args:
@@ -294,16 +278,15 @@ class PostgresStore(SQLAuditReading):
         self._lock = threading.RLock()
         self._in_tx = False
         self._states = StateCache()
-        self._sql = {
-            "lock": "SELECT state FROM sessions WHERE id = %s FOR UPDATE",
-            "new": "INSERT INTO sessions (id, state, updated) VALUES (%s, '', %s)"
-            " ON CONFLICT (id) DO NOTHING",
-            "save": "UPDATE sessions SET state = %s, updated = %s WHERE id = %s",
-            "head": "SELECT value FROM meta WHERE key = 'audit_head' FOR UPDATE",
-            "put_head": "UPDATE meta SET value = %s WHERE key = 'audit_head'",
-            "audit": "INSERT INTO audit (seq, session, kind, at, body, hash)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
-        }
+
+    _dialect = POSTGRES
+    _sql: ClassVar[dict[str, str]] = {
+        **statements(POSTGRES),
+        "lock": "SELECT state FROM sessions WHERE id = %s FOR UPDATE",
+        "new": "INSERT INTO sessions (id, state, updated) VALUES (%s, '', %s)"
+        " ON CONFLICT (id) DO NOTHING",
+        "save": "UPDATE sessions SET state = %s, updated = %s WHERE id = %s",
+    }
 
     def __repr__(self) -> str:
         return f"PostgresStore({hide_password(self.conninfo)!r}, schema={self.schema!r})"
@@ -413,6 +396,14 @@ class PostgresStore(SQLAuditReading):
                 (str(SCHEMA_VERSION),),
             )
 
+    def _read(self, what: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        found: list[Any] = self._do(what, lambda c: c.execute(sql, args).fetchall())
+        return found
+
+    def _write(self, what: str, fn: Callable[[Any], T]) -> T:
+        done: T = self._do(what, fn, write=True)
+        return done
+
     def _do(self, what: str, fn: Callable[[Any], Any], *, write: bool = False) -> Any:
         """``fn(connection)``: in the open transaction, else in its own (``write``) or none."""
         with self._lock:
@@ -445,12 +436,8 @@ class PostgresStore(SQLAuditReading):
         """Drop the session's state, feedback and stop flag (its audit records stay)."""
 
         def drop(c: Any) -> None:
-            for table, column in (
-                ("sessions", "id"),
-                ("feedback", "session"),
-                ("stops", "session"),
-            ):
-                c.execute(f"DELETE FROM {table} WHERE {column} = %s", (session,))  # noqa: S608
+            c.execute("DELETE FROM sessions WHERE id = %s", (session,))
+            self._forget_records(c, session)
 
         self._do("forget a session", drop, write=True)
         with self._lock:
@@ -485,232 +472,3 @@ class PostgresStore(SQLAuditReading):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    # -- audit ----------------------------------------------------------------------------
-
-    def append_audit(self, event: AuditEvent) -> None:
-        """Keep an event; inside ``transaction()`` it commits with the state."""
-        from antiloop.stores.auditlog import GENESIS, build_record
-
-        sql = self._sql
-
-        def append(c: Any) -> None:
-            head = c.execute(sql["head"]).fetchone()[0]
-            parsed = parse_head(head) if head else None
-            if parsed is None:  # none yet, or damaged: chain on the log's last record
-                last = c.execute("SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1")
-                found = last.fetchone()
-                parsed = (int(found[0]), str(found[1])) if found else (0, GENESIS)
-                if head:
-                    _log().error(
-                        "antiloop: the audit head of %s is damaged (%r); chaining on record %d",
-                        self.url,
-                        head[:80],
-                        parsed[0],
-                    )
-            seq, prev = parsed
-            row = build_record(event, seq + 1, prev, self.audit_cap)
-            c.execute(
-                sql["audit"], (row.seq, event.session, event.kind, event.at, row.body, row.hash)
-            )
-            c.execute(sql["put_head"], (f"{row.seq} {row.hash}",))
-
-        self._do("append to the audit log", append, write=True)
-
-    def _rows(self, session: str | None, since_seq: int) -> list[AuditRow]:
-        from antiloop.stores.auditlog import AuditRow
-
-        cols = "SELECT seq, body, hash, session, kind, at FROM audit"
-        query: str
-        args: tuple[Any, ...]
-        if session is None:
-            query, args = cols + " WHERE seq > %s ORDER BY seq", (since_seq,)
-        else:
-            query = cols + " WHERE session = %s AND seq > %s ORDER BY seq"
-            args = (session, since_seq)
-        found = self._do("read the audit log", lambda c: c.execute(query, args).fetchall())
-        return [
-            AuditRow(r[0], r[1], r[2], {"session": r[3], "kind": r[4], "at": r[5]}) for r in found
-        ]
-
-    def verify_audit(self) -> list[Problem]:
-        """Check the chain and the head."""
-        from antiloop.stores.auditlog import Problem, verify_chain
-
-        with self._lock:
-            rows = self._rows(None, 0)
-            found = self._do(
-                "read the audit head",
-                lambda c: c.execute("SELECT value FROM meta WHERE key = 'audit_head'").fetchone(),
-            )
-        head = None
-        if found is not None and found[0]:
-            head = parse_head(found[0])
-            if head is None:
-                damaged = Problem(0, "head", f"the audit head is damaged: {found[0][:80]!r}")
-                return [damaged, *verify_chain(rows, None)]
-        elif found is not None and rows:
-            head = (0, "")
-        return verify_chain(rows, head)
-
-    # -- approvals ------------------------------------------------------------------------
-
-    def put_approval(self, request: ApprovalRequest) -> None:
-        """Keep a request (args redacted)."""
-        from antiloop.stores._common import approval_to_json
-
-        body = approval_to_json(request)
-        self._do(
-            "keep an approval",
-            lambda c: c.execute(
-                "INSERT INTO approvals (id, session, status, created_at, body)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO UPDATE SET"
-                " session = excluded.session, status = excluded.status,"
-                " created_at = excluded.created_at, body = excluded.body",
-                (request.id, request.session, str(request.status), request.created_at, body),
-            ),
-            write=True,
-        )
-
-    def get_approval(self, id: str) -> ApprovalRequest | None:
-        """The request, or None."""
-        from antiloop.stores._common import approval_from_json
-
-        row = self._do(
-            "read an approval",
-            lambda c: c.execute("SELECT body FROM approvals WHERE id = %s", (id,)).fetchone(),
-        )
-        return None if row is None else approval_from_json(row[0])
-
-    def decide_approval(
-        self,
-        id: str,
-        status: ApprovalStatus | str,
-        decided_by: str,
-        comment: str | None = None,
-        edited_args: Mapping[str, Any] | None = None,
-        now: float | None = None,
-    ) -> ApprovalRequest:
-        """Decide a pending request (its row locked with ``FOR UPDATE``)."""
-        from antiloop.stores._common import approval_from_json, approval_to_json, decide
-
-        when = self.clock() if now is None else now
-
-        def apply(c: Any) -> ApprovalRequest:
-            row = c.execute("SELECT body FROM approvals WHERE id = %s FOR UPDATE", (id,)).fetchone()
-            if row is None:
-                raise KeyError(id)
-            current = approval_from_json(row[0])
-            changed = decide(current, status, decided_by, comment, edited_args, when)
-            if changed is None:
-                return current
-            c.execute(
-                "UPDATE approvals SET status = %s, body = %s WHERE id = %s",
-                (str(changed.status), approval_to_json(changed), id),
-            )
-            return changed
-
-        result: ApprovalRequest = self._do("decide an approval", apply, write=True)
-        return result
-
-    def list_approvals(
-        self, status: ApprovalStatus | str | None = None, session: str | None = None
-    ) -> list[ApprovalRequest]:
-        """Requests, oldest first."""
-        from antiloop.stores._common import approval_from_json
-
-        sql = "SELECT body FROM approvals WHERE true"
-        args: list[Any] = []
-        if status is not None:
-            sql += " AND status = %s"
-            args.append(str(status))
-        if session is not None:
-            sql += " AND session = %s"
-            args.append(session)
-        sql += " ORDER BY created_at, id"
-        rows = self._do("list approvals", lambda c: c.execute(sql, args).fetchall())
-        return [approval_from_json(r[0]) for r in rows]
-
-    # -- cache ----------------------------------------------------------------------------
-
-    def cache_get(self, key: str) -> str | None:
-        """The cached value, or None."""
-        row = self._do(
-            "read the cache",
-            lambda c: c.execute(
-                "SELECT value, expires FROM cache WHERE key = %s", (key,)
-            ).fetchone(),
-        )
-        if row is None or row[1] <= self.clock():
-            return None
-        value: str = row[0]
-        return value
-
-    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
-        """Keep a value for ``ttl_seconds``."""
-        expires = self.clock() + ttl_seconds
-        self._do(
-            "write the cache",
-            lambda c: c.execute(
-                "INSERT INTO cache (key, value, expires) VALUES (%s, %s, %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value,"
-                " expires = excluded.expires",
-                (key, value, expires),
-            ),
-            write=True,
-        )
-
-    # -- people ---------------------------------------------------------------------------
-
-    def push_feedback(self, session: str, text: str) -> None:
-        """Queue a message for the session."""
-        now = self.clock()
-        self._do(
-            "queue feedback",
-            lambda c: c.execute(
-                "INSERT INTO feedback (session, text, at) VALUES (%s, %s, %s)",
-                (session, text, now),
-            ),
-            write=True,
-        )
-
-    def pop_feedback(self, session: str) -> list[str]:
-        """Take every queued message (``DELETE … RETURNING``)."""
-        rows = self._do(
-            "take feedback",
-            lambda c: c.execute(
-                "DELETE FROM feedback WHERE session = %s RETURNING id, text",
-                (session,),
-            ).fetchall(),
-            write=True,
-        )
-        return [r[1] for r in sorted(rows)]
-
-    def request_stop(self, session: str, by: str) -> None:
-        """Ask the session to stop."""
-        now = self.clock()
-        self._do(
-            "ask a session to stop",
-            lambda c: c.execute(
-                "INSERT INTO stops (session, by, at) VALUES (%s, %s, %s)"
-                " ON CONFLICT (session) DO UPDATE SET by = excluded.by, at = excluded.at",
-                (session, by, now),
-            ),
-            write=True,
-        )
-
-    def stop_requested(self, session: str) -> str | None:
-        """Who asked the session to stop, or None."""
-        row = self._do(
-            "read a stop request",
-            lambda c: c.execute("SELECT by FROM stops WHERE session = %s", (session,)).fetchone(),
-        )
-        return None if row is None else str(row[0])
-
-    def clear_stop(self, session: str) -> None:
-        """Withdraw a stop request."""
-        self._do(
-            "clear a stop request",
-            lambda c: c.execute("DELETE FROM stops WHERE session = %s", (session,)),
-            write=True,
-        )

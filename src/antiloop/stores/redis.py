@@ -51,18 +51,26 @@ import hashlib
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from antiloop.errors import MissingExtra, StoreError
 from antiloop.history import SessionState
-from antiloop.stores._common import AuditReading, hide_password, split_options
+from antiloop.stores._common import (
+    Records,
+    approval_from_json,
+    approval_to_json,
+    damaged_head,
+    hide_password,
+    parse_head,
+    split_options,
+)
 from antiloop.stores.codec import StateCache, decode_state, encode_state
 
 if TYPE_CHECKING:
-    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.approval.request import ApprovalRequest
     from antiloop.audit import AuditEvent
     from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem
 
@@ -136,20 +144,6 @@ return {1, ARGV[2]}
 """
 
 
-def parse_head(text: str) -> tuple[int, str] | None:
-    """``(seq, hash)`` of a stored audit head ``"seq hash"``, or None when it is damaged."""
-    seq, _, digest = text.partition(" ")
-    if not (seq.isascii() and seq.isdigit()) or len(digest) != 64:
-        return None
-    return int(seq), digest
-
-
-def _log() -> Any:
-    import logging
-
-    return logging.getLogger("antiloop")
-
-
 class _Transaction:
     __slots__ = ("_session", "_state", "_store", "_token")
 
@@ -214,7 +208,7 @@ class _Transaction:
             store._tx_lock.release()
 
 
-class RedisStore(AuditReading):
+class RedisStore(Records):
     """Sessions, audit log, approvals, cache and interventions in Redis.
 
     Args:
@@ -561,12 +555,7 @@ class RedisStore(AuditReading):
         parsed = parse_head(head) if head else self._tail()
         if parsed is None:
             parsed = self._tail()
-            _log().error(
-                "antiloop: the audit head of %s is damaged (%r); chaining on record %d",
-                self._url,
-                head[:80],
-                parsed[0],
-            )
+            damaged_head(self._url, head, parsed[0])
         seq, prev = parsed
         rows = []
         for event in events:
@@ -714,8 +703,6 @@ class RedisStore(AuditReading):
 
     def put_approval(self, request: ApprovalRequest) -> None:
         """Keep a request (args redacted)."""
-        from antiloop.stores._common import approval_to_json
-
         body = approval_to_json(request)
 
         def put(c: Any) -> None:
@@ -726,29 +713,34 @@ class RedisStore(AuditReading):
 
         self._run("keep an approval", put)
 
-    def get_approval(self, id: str) -> ApprovalRequest | None:
-        """The request, or None."""
-        from antiloop.stores._common import approval_from_json
+    def _approval_body(self, id: str) -> bytes | None:
+        found: bytes | None = self._run("read an approval", lambda c: c.get(self._approval_key(id)))
+        return found
 
-        raw = self._run("read an approval", lambda c: c.get(self._approval_key(id)))
-        return None if raw is None else approval_from_json(raw)
+    def _approvals_of(self, status: str | None, session: str | None) -> list[str | bytes]:
+        """Every request (expired keys are dropped from the index)."""
 
-    def decide_approval(
-        self,
-        id: str,
-        status: ApprovalStatus | str,
-        decided_by: str,
-        comment: str | None = None,
-        edited_args: Mapping[str, Any] | None = None,
-        now: float | None = None,
+        def read(c: Any) -> list[str | bytes]:
+            ids = [i.decode() for i in c.zrange(f"{self.prefix}:approvals", 0, -1)]
+            pipe = c.pipeline(transaction=False)
+            for i in ids:
+                pipe.get(self._approval_key(i))
+            bodies = pipe.execute()
+            gone = [i for i, raw in zip(ids, bodies, strict=True) if raw is None]
+            if gone:
+                c.zrem(f"{self.prefix}:approvals", *gone)
+            return [raw for raw in bodies if raw is not None]
+
+        found: list[str | bytes] = self._run("list approvals", read)
+        return found
+
+    def _swap_approval(
+        self, id: str, change: Callable[[ApprovalRequest], ApprovalRequest | None]
     ) -> ApprovalRequest:
-        """Decide a pending request: a WATCH/MULTI loop, retried when another decides first."""
+        """A WATCH/MULTI loop, retried when another decides first."""
         from redis.exceptions import WatchError
 
-        from antiloop.stores._common import approval_from_json, approval_to_json, decide
-
         key = self._approval_key(id)
-        when = self.clock() if now is None else now
 
         def apply(c: Any) -> ApprovalRequest:
             with c.pipeline(transaction=True) as pipe:
@@ -759,7 +751,7 @@ class RedisStore(AuditReading):
                         if raw is None:
                             raise KeyError(id)
                         current = approval_from_json(raw)
-                        changed = decide(current, status, decided_by, comment, edited_args, when)
+                        changed = change(current)
                         if changed is None:
                             pipe.unwatch()
                             return current
@@ -772,35 +764,6 @@ class RedisStore(AuditReading):
 
         result: ApprovalRequest = self._run("decide an approval", apply)
         return result
-
-    def list_approvals(
-        self, status: ApprovalStatus | str | None = None, session: str | None = None
-    ) -> list[ApprovalRequest]:
-        """Requests, oldest first (expired keys are dropped from the index)."""
-        from antiloop.stores._common import approval_from_json
-
-        def read(c: Any) -> list[ApprovalRequest]:
-            ids = [i.decode() for i in c.zrange(f"{self.prefix}:approvals", 0, -1)]
-            pipe = c.pipeline(transaction=False)
-            for i in ids:
-                pipe.get(self._approval_key(i))
-            found = []
-            gone = []
-            for i, raw in zip(ids, pipe.execute(), strict=True):
-                if raw is None:
-                    gone.append(i)
-                else:
-                    found.append(approval_from_json(raw))
-            if gone:
-                c.zrem(f"{self.prefix}:approvals", *gone)
-            return found
-
-        found: list[ApprovalRequest] = self._run("list approvals", read)
-        return [
-            r
-            for r in sorted(found, key=lambda r: (r.created_at, r.id))
-            if (status is None or r.status == status) and (session is None or r.session == session)
-        ]
 
     # -- cache ----------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,10 +46,8 @@ from antiloop.errors import ConfigError
 from antiloop.history import SessionState
 
 if TYPE_CHECKING:
-    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
     from antiloop.audit import AuditEvent
     from antiloop.stores import Store
-    from antiloop.stores.auditlog import AuditRecord, Problem, SessionSummary
 
 __all__ = ["SplitStore"]
 
@@ -178,17 +176,6 @@ class SplitStore:
         finally:
             self.records.close()
 
-    # -- cache: the state store -----------------------------------------------------------
-
-    def cache_get(self, key: str) -> str | None:
-        """The cached value, or None."""
-        found: str | None = self.state.cache_get(key)  # type: ignore[attr-defined]
-        return found
-
-    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
-        """Keep a value for ``ttl_seconds``."""
-        self.state.cache_put(key, value, ttl_seconds)  # type: ignore[attr-defined]
-
     # -- audit: the records store ---------------------------------------------------------
 
     def append_audit(self, event: AuditEvent) -> None:
@@ -197,24 +184,7 @@ class SplitStore:
             if self._pending is not None:
                 self._pending.append(event)
                 return
-        self._rec("append_audit")(event)
-
-    def audit_records(
-        self, session: str | None = None, since_seq: int = 0
-    ) -> Iterator[AuditRecord]:
-        """The records after ``since_seq``, of one session or all."""
-        found: Iterator[AuditRecord] = self._rec("audit_records")(session, since_seq)
-        return found
-
-    def session_summaries(self) -> list[SessionSummary]:
-        """One summary per session in the log."""
-        found: list[SessionSummary] = self._rec("session_summaries")()
-        return found
-
-    def verify_audit(self) -> list[Problem]:
-        """Check the records store's hash chain."""
-        found: list[Problem] = self._rec("verify_audit")()
-        return found
+        self.records.append_audit(event)  # type: ignore[attr-defined]
 
     def prune_audit(self, before: float, now: float | None = None) -> int:
         """Prune the records store's log, when it can."""
@@ -224,60 +194,30 @@ class SplitStore:
         done: int = pruning(before, now)
         return done
 
-    # -- approvals and interventions: the records store -----------------------------------
 
-    def put_approval(self, request: ApprovalRequest) -> None:
-        """Keep a request (args redacted)."""
-        self._rec("put_approval")(request)
+def _delegate(to: str, name: str) -> Callable[..., Any]:
+    def call(self: SplitStore, *args: Any, **kwargs: Any) -> Any:
+        return getattr(getattr(self, to), name)(*args, **kwargs)
 
-    def get_approval(self, id: str) -> ApprovalRequest | None:
-        """The request, or None."""
-        found: ApprovalRequest | None = self._rec("get_approval")(id)
-        return found
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"``{to}.{name}``."
+    return call
 
-    def decide_approval(
-        self,
-        id: str,
-        status: ApprovalStatus | str,
-        decided_by: str,
-        comment: str | None = None,
-        edited_args: Mapping[str, Any] | None = None,
-        now: float | None = None,
-    ) -> ApprovalRequest:
-        """Decide a pending request (the first answer wins)."""
-        found: ApprovalRequest = self._rec("decide_approval")(
-            id, status, decided_by, comment, edited_args, now
-        )
-        return found
 
-    def list_approvals(
-        self, status: ApprovalStatus | str | None = None, session: str | None = None
-    ) -> list[ApprovalRequest]:
-        """Requests, oldest first."""
-        found: list[ApprovalRequest] = self._rec("list_approvals")(status, session)
-        return found
-
-    def push_feedback(self, session: str, text: str) -> None:
-        """Queue a message for the session."""
-        self._rec("push_feedback")(session, text)
-
-    def pop_feedback(self, session: str) -> list[str]:
-        """Take every queued message."""
-        found: list[str] = self._rec("pop_feedback")(session)
-        return found
-
-    def request_stop(self, session: str, by: str) -> None:
-        """Ask the session to stop."""
-        self._rec("request_stop")(session, by)
-
-    def stop_requested(self, session: str) -> str | None:
-        """Who asked the session to stop, or None."""
-        found: str | None = self._rec("stop_requested")(session)
-        return found
-
-    def clear_stop(self, session: str) -> None:
-        """Withdraw a stop request."""
-        self._rec("clear_stop")(session)
-
-    def _rec(self, name: str) -> Any:
-        return getattr(self.records, name)
+for _name in ("cache_get", "cache_put"):
+    setattr(SplitStore, _name, _delegate("state", _name))
+for _name in (
+    "audit_records",
+    "session_summaries",
+    "verify_audit",
+    "put_approval",
+    "get_approval",
+    "decide_approval",
+    "list_approvals",
+    "push_feedback",
+    "pop_feedback",
+    "request_stop",
+    "stop_requested",
+    "clear_stop",
+):
+    setattr(SplitStore, _name, _delegate("records", _name))

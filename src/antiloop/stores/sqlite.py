@@ -33,22 +33,17 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from antiloop._files import PRIVATE_FILE, make_private_dirs
 from antiloop.errors import ConfigError, StoreError
 from antiloop.history import SessionState
-from antiloop.stores._common import SQLAuditReading
+from antiloop.stores._sql import SQLITE, SQLRecords, statements
 from antiloop.stores._sqlite_link import Link, attach, detach
 from antiloop.stores.codec import decode_state, encode_state
-
-if TYPE_CHECKING:
-    from antiloop.approval.request import ApprovalRequest, ApprovalStatus
-    from antiloop.audit import AuditEvent
-    from antiloop.stores.auditlog import AuditRow, Problem
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -80,18 +75,12 @@ _PUT_STATE = (
     "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated = excluded.updated"
 )
 _SET_STATE = "UPDATE sessions SET state = ?, updated = ? WHERE id = ?"
-_GET_HEAD = "SELECT value FROM meta WHERE key = 'audit_head'"
-_GET_BASE = "SELECT value FROM meta WHERE key = 'audit_base'"
-_SET_BASE = "UPDATE meta SET value = ? WHERE key = 'audit_base'"
-_NEW_BASE = "INSERT INTO meta (key, value) VALUES ('audit_base', ?)"
-_SET_HEAD = "UPDATE meta SET value = ? WHERE key = 'audit_head'"
-_NEW_HEAD = "INSERT INTO meta (key, value) VALUES ('audit_head', ?)"
 _DATA_VERSION = "PRAGMA data_version"
 _SMALLEST_DATABASE = 512
 """Bytes of the smallest SQLite database file (one page); an empty file is a new database."""
 _TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_PROTOCOL")
 """Lock errors worth another try (``sqlite3.Error.sqlite_errorname`` prefixes)."""
-_PUT_AUDIT = "INSERT INTO audit (seq, session, kind, at, body, hash) VALUES (?, ?, ?, ?, ?, ?)"
+T = TypeVar("T")
 
 
 class _Transaction:
@@ -113,7 +102,10 @@ class _Transaction:
                     "transaction open on it"
                 )
             try:
-                db = store._begin(link)
+                if link.batch:  # inside batch(): a savepoint of the batch's transaction
+                    link.cursor.execute("SAVEPOINT step")
+                else:
+                    store._begin(link)
             except sqlite3.Error as exc:
                 raise store._failed("could not lock the database", exc) from exc
             cur = link.cursor
@@ -132,7 +124,7 @@ class _Transaction:
                 else:
                     self._saved = True
             except BaseException as exc:
-                _rollback(db)
+                _undo(link)
                 if isinstance(exc, sqlite3.Error):
                     raise store._failed("could not read a session", exc) from exc
                 raise
@@ -152,8 +144,7 @@ class _Transaction:
     ) -> None:
         store = self._store
         link = self._link
-        db = link.db
-        assert db is not None  # noqa: S101 - __enter__ connected
+        kept = False
         try:
             if kind is None:
                 assert self._state is not None  # noqa: S101
@@ -164,25 +155,37 @@ class _Transaction:
                         cur.execute(_SET_STATE, (data, store.clock(), self._session))
                     else:
                         cur.execute(_PUT_STATE, (self._session, data, store.clock()))
-                    cur.execute("COMMIT")
+                    cur.execute("RELEASE step" if link.batch else "COMMIT")
                     link.head_pending = False
                     link.states.saved(self._session, data, self._state, link.version)
+                    kept = True
                 except sqlite3.Error as err:
-                    _rollback(db)
+                    _undo(link)
                     raise store._failed("could not save a session", err) from err
                 except BaseException:
-                    _rollback(db)
+                    _undo(link)
                     raise
             else:
-                _rollback(db)
+                _undo(link)
         finally:
-            if db.in_transaction or kind is not None:
+            if not kept:
                 link.states.drop(self._session)
             if link.head_pending:
                 link.head = None  # not committed: the head it moved to was not written
                 link.head_pending = False
             link.in_tx = False
             link.lock.release()
+
+
+def _undo(link: Link) -> None:
+    """Roll back the step: its savepoint inside ``batch()``, else the transaction."""
+    if not link.batch:
+        if link.db is not None:
+            _rollback(link.db)
+        return
+    with contextlib.suppress(sqlite3.Error):
+        link.cursor.execute("ROLLBACK TO step")
+        link.cursor.execute("RELEASE step")
 
 
 def _rollback(db: sqlite3.Connection) -> None:
@@ -200,15 +203,7 @@ def _parse_path(url: str) -> str:
     return str(Path(rest).expanduser())
 
 
-def _pair(found: list[Any]) -> tuple[int, str] | None:
-    """A ``"seq hash"`` meta value as a pair, or None when there is none."""
-    if not found:
-        return None
-    text, _, digest = found[0][0].partition(" ")
-    return (int(text), digest)
-
-
-class SQLiteStore(SQLAuditReading):
+class SQLiteStore(SQLRecords):
     """Sessions, audit log, approvals, cache and interventions in one SQLite file.
 
     Args:
@@ -244,7 +239,9 @@ class SQLiteStore(SQLAuditReading):
         self.synchronous = synchronous.upper()
         self.clock = clock
         self._link: Link | None = None  # this process's connection to the file, once used
-        self._puts = 0
+
+    _dialect = SQLITE
+    _sql = statements(SQLITE)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
@@ -456,56 +453,85 @@ class SQLiteStore(SQLAuditReading):
                     raise
                 time.sleep(0.002)
 
-    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+    def _read(self, what: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         with self._held() as link:
             try:
                 return self._connect(link).execute(sql, args).fetchall()
             except sqlite3.Error as exc:
-                raise self._failed("could not read", exc) from exc
+                raise self._failed(f"could not {what}", exc) from exc
 
-    def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        """Run ``fn`` in its own write transaction (or in the open one)."""
+    def _write(self, what: str, fn: Callable[[Any], T]) -> T:
+        """Run ``fn`` on the link's cursor in its own write transaction (or in the open one)."""
         with self._held() as link:
-            if link.in_tx:
+            if link.in_tx or link.batch:
                 try:
-                    return fn(self._connect(link))
+                    return fn(link.cursor)
                 except sqlite3.Error as exc:
-                    raise self._failed("could not write", exc) from exc
+                    raise self._failed(f"could not {what}", exc) from exc
             try:
                 db = self._begin(link)
             except sqlite3.Error as exc:
-                raise self._failed("could not write", exc) from exc
+                raise self._failed(f"could not {what}", exc) from exc
             try:
-                result = fn(db)
+                result = fn(link.cursor)
                 db.execute("COMMIT")
             except sqlite3.Error as exc:
                 _rollback(db)
-                raise self._failed("could not write", exc) from exc
+                raise self._failed(f"could not {what}", exc) from exc
             except BaseException:
                 _rollback(db)
                 raise
             return result
 
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Judge many steps in one write transaction, with one commit (``POST /v1/steps``).
+
+        Each ``transaction()`` inside is a savepoint, so a step that fails is undone alone;
+        none is kept (nor seen by other processes) before the end, and a failed commit keeps
+        none. Other threads of this process wait for the batch; inside one, it is a no-op.
+        """
+        with self._held() as link:
+            if link.in_tx or link.batch:
+                yield
+                return
+            try:
+                db = self._begin(link)
+            except sqlite3.Error as exc:
+                raise self._failed("could not lock the database", exc) from exc
+            link.batch = True
+            try:
+                yield
+                link.batch = False
+                db.execute("COMMIT")
+            except BaseException as exc:
+                link.batch = False
+                _rollback(db)
+                link.forget()  # what was saved in the batch is not
+                if isinstance(exc, sqlite3.Error):
+                    raise self._failed("could not save a batch", exc) from exc
+                raise
+
     def peek(self, session: str) -> SessionState | None:
         """The saved state, or None."""
-        rows = self._read(_GET_STATE, (session,))
+        rows = self._read("read a session", _GET_STATE, (session,))
         return decode_state(rows[0][0]) if rows else None
 
     def forget(self, session: str) -> None:
         """Drop the session's state, feedback and stop flag (its audit records stay)."""
 
-        def drop(db: sqlite3.Connection) -> None:
+        def drop(db: Any) -> None:
             db.execute("DELETE FROM sessions WHERE id = ?", (session,))
-            db.execute("DELETE FROM feedback WHERE session = ?", (session,))
-            db.execute("DELETE FROM stops WHERE session = ?", (session,))
+            self._forget_records(db, session)
 
-        self._write(drop)
+        self._write("forget a session", drop)
         with self._held() as link:
             link.states.drop(session)
 
     def sessions(self) -> list[str]:
         """Session ids, most recently updated first."""
-        return [r[0] for r in self._read("SELECT id FROM sessions ORDER BY updated DESC, id")]
+        rows = self._read("list sessions", "SELECT id FROM sessions ORDER BY updated DESC, id")
+        return [r[0] for r in rows]
 
     def close(self) -> None:
         """Let go of the connection (closed when no other store of this process uses it).
@@ -516,98 +542,21 @@ class SQLiteStore(SQLAuditReading):
         if link is not None:
             detach(link, self.timeout)
 
-    # -- audit ----------------------------------------------------------------------------
+    # -- records (antiloop.stores._sql) -------------------------------------------------
 
-    def append_audit(self, event: AuditEvent) -> None:
-        """Keep an event; inside ``transaction()`` it commits with the state."""
-        self._write(lambda db: self._append(db, event))
+    def _known_head(self) -> tuple[int, str] | None:
+        """Inside ``transaction()``: the head this connection wrote, when nobody wrote since."""
+        link = self._link
+        return link.head if link is not None and link.in_tx else None
 
-    def _append(self, db: sqlite3.Connection, event: AuditEvent) -> None:
-        """Chain the event after the head and move the head (in the caller's transaction).
-
-        Inside ``transaction()`` the head comes from this store's last write when the data
-        version says nobody else wrote since (see ``_Transaction``), else from the database.
-        """
-        from antiloop.stores.auditlog import GENESIS, build_record
-
+    def _moved_head(self, head: tuple[int, str]) -> None:
         link = self._link
         assert link is not None  # noqa: S101 - called by _write, which holds it
-        cur = link.cursor if link.in_tx else db
-        head = link.head if link.in_tx else None
-        if head is None:
-            found = cur.execute(_GET_HEAD).fetchone()
-            if found is None:
-                head = (0, GENESIS)
-            else:
-                text, _, prev = found[0].partition(" ")
-                head = (int(text), prev)
-        row = build_record(event, head[0] + 1, head[1], self.audit_cap)
-        cur.execute(_PUT_AUDIT, (row.seq, event.session, event.kind, event.at, row.body, row.hash))
-        if cur.execute(_SET_HEAD, (f"{row.seq} {row.hash}",)).rowcount == 0:
-            cur.execute(_NEW_HEAD, (f"{row.seq} {row.hash}",))
         if link.in_tx:  # the transaction's end keeps it (commit) or drops it
-            link.head = (row.seq, row.hash)
+            link.head = head
             link.head_pending = True
         else:
             link.head = None
-
-    def _rows(self, session: str | None, since_seq: int) -> list[AuditRow]:
-        from antiloop.stores.auditlog import AuditRow
-
-        if session is None:
-            found = self._read(
-                "SELECT seq, body, hash, session, kind, at FROM audit WHERE seq > ? ORDER BY seq",
-                (since_seq,),
-            )
-        else:
-            found = self._read(
-                "SELECT seq, body, hash, session, kind, at FROM audit"
-                " WHERE session = ? AND seq > ? ORDER BY seq",
-                (session, since_seq),
-            )
-        return [
-            AuditRow(r[0], r[1], r[2], {"session": r[3], "kind": r[4], "at": r[5]}) for r in found
-        ]
-
-    def verify_audit(self) -> list[Problem]:
-        """Check the chain from its base (after a prune) to the head."""
-        from antiloop.stores.auditlog import verify_chain
-
-        with self._held():
-            rows = self._rows(None, 0)
-            head = self._read(_GET_HEAD)
-            base = self._read(_GET_BASE)
-        return verify_chain(rows, _pair(head), _pair(base))
-
-    def prune_audit(self, before: float, now: float | None = None) -> int:
-        """Remove the records older than ``before`` from the start of the chain; how many.
-
-        Only a prefix goes (up to the first record at or after ``before``), so the chain stays
-        whole: a checkpoint record is appended that names the last record removed and its hash,
-        and ``verify_audit`` checks the rest from there.
-        """
-        from antiloop.stores.auditlog import prune_event
-
-        def prune(db: sqlite3.Connection) -> int:
-            first_kept = db.execute("SELECT MIN(seq) FROM audit WHERE at >= ?", (before,))
-            keep = first_kept.fetchone()[0]
-            if keep is None:
-                last = db.execute("SELECT MAX(seq) FROM audit").fetchone()[0]
-                if last is None:
-                    return 0
-                keep = last + 1
-            found = db.execute("SELECT hash FROM audit WHERE seq = ?", (keep - 1,)).fetchone()
-            if found is None:
-                return 0
-            removed = db.execute("DELETE FROM audit WHERE seq < ?", (keep,)).rowcount
-            base = f"{keep - 1} {found[0]}"
-            if db.execute(_SET_BASE, (base,)).rowcount == 0:
-                db.execute(_NEW_BASE, (base,))
-            at = time.time() if now is None else now
-            self._append(db, prune_event(keep - 1, found[0], removed, before, at))
-            return int(removed)
-
-        return int(self._write(prune))
 
     def check_integrity(self) -> list[str]:
         """SQLite's own checks of the file: ``quick_check``, then ``integrity_check``.
@@ -619,152 +568,10 @@ class SQLiteStore(SQLAuditReading):
         """
         found: list[str] = []
         for check in ("quick_check", "integrity_check"):
-            lines = [str(row[0]) for row in self._read(f"PRAGMA {check}")]
+            lines = [str(row[0]) for row in self._read("check the file", f"PRAGMA {check}")]
             if lines != ["ok"]:
                 found.extend(f"{check}: {line}" for line in lines)
         return found
-
-    # -- approvals ------------------------------------------------------------------------
-
-    def put_approval(self, request: ApprovalRequest) -> None:
-        """Keep a request (args redacted)."""
-        from antiloop.stores._common import approval_to_json
-
-        body = approval_to_json(request)
-        self._write(
-            lambda db: db.execute(
-                "INSERT OR REPLACE INTO approvals (id, session, status, created_at, body)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (request.id, request.session, str(request.status), request.created_at, body),
-            )
-        )
-
-    def get_approval(self, id: str) -> ApprovalRequest | None:
-        """The request, or None."""
-        from antiloop.stores._common import approval_from_json
-
-        rows = self._read("SELECT body FROM approvals WHERE id = ?", (id,))
-        return approval_from_json(rows[0][0]) if rows else None
-
-    def decide_approval(
-        self,
-        id: str,
-        status: ApprovalStatus | str,
-        decided_by: str,
-        comment: str | None = None,
-        edited_args: Mapping[str, Any] | None = None,
-        now: float | None = None,
-    ) -> ApprovalRequest:
-        """Decide a pending request in one write transaction."""
-        from antiloop.stores._common import approval_from_json, approval_to_json, decide
-
-        when = self.clock() if now is None else now
-
-        def apply(db: sqlite3.Connection) -> ApprovalRequest:
-            row = db.execute("SELECT body FROM approvals WHERE id = ?", (id,)).fetchone()
-            if row is None:
-                raise KeyError(id)
-            current = approval_from_json(row[0])
-            changed = decide(current, status, decided_by, comment, edited_args, when)
-            if changed is None:
-                return current
-            db.execute(
-                "UPDATE approvals SET status = ?, body = ? WHERE id = ?",
-                (str(changed.status), approval_to_json(changed), id),
-            )
-            return changed
-
-        result: ApprovalRequest = self._write(apply)
-        return result
-
-    def list_approvals(
-        self, status: ApprovalStatus | str | None = None, session: str | None = None
-    ) -> list[ApprovalRequest]:
-        """Requests, oldest first."""
-        from antiloop.stores._common import approval_from_json
-
-        sql = "SELECT body FROM approvals WHERE 1 = 1"
-        args: list[Any] = []
-        if status is not None:
-            sql += " AND status = ?"
-            args.append(str(status))
-        if session is not None:
-            sql += " AND session = ?"
-            args.append(session)
-        rows = self._read(sql + " ORDER BY created_at, id", tuple(args))
-        return [approval_from_json(r[0]) for r in rows]
-
-    # -- cache ----------------------------------------------------------------------------
-
-    def cache_get(self, key: str) -> str | None:
-        """The cached value, or None."""
-        rows = self._read("SELECT value, expires FROM cache WHERE key = ?", (key,))
-        if not rows or rows[0][1] <= self.clock():
-            return None
-        value: str = rows[0][0]
-        return value
-
-    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
-        """Keep a value for ``ttl_seconds`` (expired entries are swept now and then)."""
-        now = self.clock()
-        self._puts += 1
-        sweep = self._puts % 256 == 1
-
-        def put(db: sqlite3.Connection) -> None:
-            if sweep:
-                db.execute("DELETE FROM cache WHERE expires <= ?", (now,))
-            db.execute(
-                "INSERT OR REPLACE INTO cache (key, value, expires) VALUES (?, ?, ?)",
-                (key, value, now + ttl_seconds),
-            )
-
-        self._write(put)
-
-    # -- people ---------------------------------------------------------------------------
-
-    def push_feedback(self, session: str, text: str) -> None:
-        """Queue a message for the session."""
-        now = self.clock()
-        self._write(
-            lambda db: db.execute(
-                "INSERT INTO feedback (session, text, at) VALUES (?, ?, ?)", (session, text, now)
-            )
-        )
-
-    def pop_feedback(self, session: str) -> list[str]:
-        """Take every queued message."""
-
-        def pop(db: sqlite3.Connection) -> list[str]:
-            rows = db.execute(
-                "SELECT id, text FROM feedback WHERE session = ? ORDER BY id", (session,)
-            ).fetchall()
-            if rows:
-                db.execute(
-                    "DELETE FROM feedback WHERE session = ? AND id <= ?", (session, rows[-1][0])
-                )
-            return [r[1] for r in rows]
-
-        result: list[str] = self._write(pop)
-        return result
-
-    def request_stop(self, session: str, by: str) -> None:
-        """Ask the session to stop."""
-        now = self.clock()
-        self._write(
-            lambda db: db.execute(
-                "INSERT OR REPLACE INTO stops (session, by, at) VALUES (?, ?, ?)",
-                (session, by, now),
-            )
-        )
-
-    def stop_requested(self, session: str) -> str | None:
-        """Who asked the session to stop, or None."""
-        rows = self._read("SELECT by FROM stops WHERE session = ?", (session,))
-        return rows[0][0] if rows else None
-
-    def clear_stop(self, session: str) -> None:
-        """Withdraw a stop request."""
-        self._write(lambda db: db.execute("DELETE FROM stops WHERE session = ?", (session,)))
 
 
 def _ids(db: sqlite3.Connection) -> tuple[int, int]:

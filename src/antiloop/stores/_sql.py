@@ -1,0 +1,311 @@
+"""The records of the SQL stores, written once for SQLite and PostgreSQL.
+
+Audit log, approvals, cache, feedback and stop requests are the same tables in both (see each
+store's ``MIGRATIONS``); their statements are written here with ``?`` placeholders, and a
+``Dialect`` says what differs: the placeholder, and how a read locks the row it reads
+(``FOR UPDATE``; SQLite's write transactions lock the whole file). A store provides
+``_read(what, sql, args)``, ``_write(what, fn)`` (``fn(db)`` in a write transaction, or in the
+one open) and may keep the audit head it wrote last (``_known_head``, ``_moved_head``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
+
+from antiloop.stores._common import (
+    Records,
+    approval_from_json,
+    approval_to_json,
+    damaged_head,
+    parse_head,
+)
+
+if TYPE_CHECKING:
+    from antiloop.approval.request import ApprovalRequest
+    from antiloop.audit import AuditEvent
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem
+
+T = TypeVar("T")
+
+
+class Dialect(NamedTuple):
+    """What the SQL of records differs in."""
+
+    param: str
+    lock: str
+
+
+SQLITE = Dialect("?", "")
+POSTGRES = Dialect("%s", " FOR UPDATE")
+
+
+def _upsert(table: str, key: str, columns: str) -> str:
+    names = [key, *columns.split(", ")]
+    sets = ", ".join(f"{c} = excluded.{c}" for c in names[1:])
+    return (
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"  # noqa: S608
+        f" ON CONFLICT ({key}) DO UPDATE SET {sets}"
+    )
+
+
+_ROWS = "SELECT seq, body, hash, session, kind, at FROM audit WHERE seq > ?"
+STATEMENTS = {
+    "head": "SELECT value FROM meta WHERE key = 'audit_head'{lock}",
+    "base": "SELECT value FROM meta WHERE key = 'audit_base'",
+    "meta": _upsert("meta", "key", "value"),
+    "tail": "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1",
+    "audit": "INSERT INTO audit (seq, session, kind, at, body, hash) VALUES (?, ?, ?, ?, ?, ?)",
+    "rows": _ROWS + " ORDER BY seq",
+    "session_rows": _ROWS + " AND session = ? ORDER BY seq",
+    "put_approval": _upsert("approvals", "id", "session, status, created_at, body"),
+    "approval": "SELECT body FROM approvals WHERE id = ?",
+    "lock_approval": "SELECT body FROM approvals WHERE id = ?{lock}",
+    "set_approval": "UPDATE approvals SET status = ?, body = ? WHERE id = ?",
+    "cache_get": "SELECT value, expires FROM cache WHERE key = ?",
+    "cache_put": _upsert("cache", "key", "value, expires"),
+    "cache_sweep": "DELETE FROM cache WHERE expires <= ?",
+    "push": "INSERT INTO feedback (session, text, at) VALUES (?, ?, ?)",
+    "pop": "DELETE FROM feedback WHERE session = ? RETURNING id, text",
+    "stop": _upsert("stops", "session", "by, at"),
+    "stopped": "SELECT by FROM stops WHERE session = ?",
+    "unstop": "DELETE FROM stops WHERE session = ?",
+    "unfeed": "DELETE FROM feedback WHERE session = ?",
+    "first_kept": "SELECT MIN(seq) FROM audit WHERE at >= ?",
+    "last_seq": "SELECT MAX(seq) FROM audit",
+    "hash_of": "SELECT hash FROM audit WHERE seq = ?",
+    "prune": "DELETE FROM audit WHERE seq < ?",
+}
+
+
+def statements(dialect: Dialect) -> dict[str, str]:
+    """``STATEMENTS`` in a dialect."""
+    return {
+        name: sql.format(lock=dialect.lock).replace("?", dialect.param)
+        for name, sql in STATEMENTS.items()
+    }
+
+
+class SQLRecords(Records):
+    """Audit log, approvals, cache, feedback and stop requests over the tables above."""
+
+    _dialect: ClassVar[Dialect]
+    _sql: ClassVar[dict[str, str]]
+    audit_cap: int
+
+    @property
+    def url(self) -> str:
+        """The store's URL (each store says)."""
+        raise NotImplementedError
+
+    def _read(self, what: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        raise NotImplementedError
+
+    def _write(self, what: str, fn: Callable[[Any], T]) -> T:
+        raise NotImplementedError
+
+    def _known_head(self) -> tuple[int, str] | None:
+        """The audit head this store wrote last when it is surely still the head, else None."""
+        return None
+
+    def _moved_head(self, head: tuple[int, str]) -> None:
+        """The audit head is now ``head`` (written, not yet committed)."""
+
+    def _forget_records(self, db: Any, session: str) -> None:
+        db.execute(self._sql["unfeed"], (session,))
+        db.execute(self._sql["unstop"], (session,))
+
+    # -- audit ----------------------------------------------------------------------------
+
+    def append_audit(self, event: AuditEvent) -> None:
+        """Redact, cap, chain and keep an event; inside ``transaction()`` it commits with it."""
+        self._write("append to the audit log", lambda db: self._append(db, event))
+
+    def _append(self, db: Any, event: AuditEvent) -> None:
+        """Chain the event after the head and move the head, in the caller's transaction.
+
+        A missing or damaged head is no reason to stop recording: the record is chained on
+        the log's last record, and the head written again.
+        """
+        from antiloop.stores.auditlog import GENESIS, build_record
+
+        sql = self._sql
+        head = self._known_head()
+        if head is None:
+            found = db.execute(sql["head"]).fetchone()
+            text = found[0] if found else ""
+            head = parse_head(text) if text else None
+            if head is None:
+                last = db.execute(sql["tail"]).fetchone()
+                head = (int(last[0]), str(last[1])) if last else (0, GENESIS)
+                if text:
+                    damaged_head(self.url, text, head[0])
+        row = build_record(event, head[0] + 1, head[1], self.audit_cap)
+        db.execute(sql["audit"], (row.seq, event.session, event.kind, event.at, row.body, row.hash))
+        db.execute(sql["meta"], ("audit_head", f"{row.seq} {row.hash}"))
+        self._moved_head((row.seq, row.hash))
+
+    def _rows(self, session: str | None, since_seq: int, db: Any = None) -> list[AuditRow]:
+        from antiloop.stores.auditlog import AuditRow
+
+        sql, args = (
+            (self._sql["rows"], (since_seq,))
+            if session is None
+            else (self._sql["session_rows"], (since_seq, session))
+        )
+        found = (
+            self._read("read the audit log", sql, args)
+            if db is None
+            else db.execute(sql, args).fetchall()
+        )
+        return [
+            AuditRow(r[0], r[1], r[2], {"session": r[3], "kind": r[4], "at": r[5]}) for r in found
+        ]
+
+    def audit_records(
+        self, session: str | None = None, since_seq: int = 0
+    ) -> Iterator[AuditRecord]:
+        """The records after ``since_seq`` in chain order, of one session or all."""
+        from antiloop.stores.auditlog import parse_rows
+
+        return parse_rows(self._rows(session, since_seq))
+
+    def verify_audit(self) -> list[Problem]:
+        """Check the chain from its base (after a prune) to the head, in one transaction.
+
+        The head is read (and locked) first, so no record is appended meanwhile.
+        """
+        from antiloop.stores.auditlog import Problem, verify_chain
+
+        def read(db: Any) -> tuple[Any, Any, list[AuditRow]]:
+            head = db.execute(self._sql["head"]).fetchone()
+            base = db.execute(self._sql["base"]).fetchone()
+            return head, base, self._rows(None, 0, db)
+
+        found, base, rows = self._write("read the audit log", read)
+        head_text = found[0] if found else ""
+        base_pair = parse_head(base[0]) if base else None
+        head = parse_head(head_text) if head_text else None
+        if head_text and head is None:
+            damaged = Problem(0, "head", f"the audit head is damaged: {head_text[:80]!r}")
+            return [damaged, *verify_chain(rows, None, base_pair)]
+        return verify_chain(rows, head, base_pair)
+
+    def prune_audit(self, before: float, now: float | None = None) -> int:
+        """Remove the records older than ``before`` from the start of the chain; how many.
+
+        Only a prefix goes (up to the first record at or after ``before``), so the chain stays
+        whole: a checkpoint record is appended that names the last record removed and its hash,
+        and ``verify_audit`` checks the rest from there.
+        """
+        from antiloop.stores.auditlog import prune_event
+
+        sql = self._sql
+
+        def prune(db: Any) -> int:
+            keep = db.execute(sql["first_kept"], (before,)).fetchone()[0]
+            if keep is None:
+                last = db.execute(sql["last_seq"]).fetchone()[0]
+                if last is None:
+                    return 0
+                keep = last + 1
+            found = db.execute(sql["hash_of"], (keep - 1,)).fetchone()
+            if found is None:
+                return 0
+            removed = int(db.execute(sql["prune"], (keep,)).rowcount)
+            db.execute(sql["meta"], ("audit_base", f"{keep - 1} {found[0]}"))
+            at = self.clock() if now is None else now
+            self._append(db, prune_event(keep - 1, found[0], removed, before, at))
+            return removed
+
+        return self._write("prune the audit log", prune)
+
+    # -- approvals ------------------------------------------------------------------------
+
+    def put_approval(self, request: ApprovalRequest) -> None:
+        """Keep a request (args redacted); an existing id is replaced."""
+        args = (request.id, request.session, str(request.status), request.created_at)
+        body = approval_to_json(request)
+        self._write(
+            "keep an approval", lambda db: db.execute(self._sql["put_approval"], (*args, body))
+        )
+
+    def _approval_body(self, id: str) -> str | None:
+        rows = self._read("read an approval", self._sql["approval"], (id,))
+        return str(rows[0][0]) if rows else None
+
+    def _approvals_of(self, status: str | None, session: str | None) -> list[str | bytes]:
+        sql, args = "SELECT body FROM approvals WHERE 1 = 1", []
+        for column, value in (("status", status), ("session", session)):
+            if value is not None:
+                sql += f" AND {column} = ?"
+                args.append(value)
+        sql = sql.replace("?", self._dialect.param)
+        return [r[0] for r in self._read("list approvals", sql, tuple(args))]
+
+    def _swap_approval(
+        self, id: str, change: Callable[[ApprovalRequest], ApprovalRequest | None]
+    ) -> ApprovalRequest:
+        def apply(db: Any) -> ApprovalRequest:
+            row = db.execute(self._sql["lock_approval"], (id,)).fetchone()
+            if row is None:
+                raise KeyError(id)
+            current = approval_from_json(row[0])
+            changed = change(current)
+            if changed is None:
+                return current
+            body = approval_to_json(changed)
+            db.execute(self._sql["set_approval"], (str(changed.status), body, id))
+            return changed
+
+        return self._write("decide an approval", apply)
+
+    # -- cache ----------------------------------------------------------------------------
+
+    _puts = 0
+
+    def cache_get(self, key: str) -> str | None:
+        """The cached value, or None when absent or expired."""
+        rows = self._read("read the cache", self._sql["cache_get"], (key,))
+        return str(rows[0][0]) if rows and rows[0][1] > self.clock() else None
+
+    def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
+        """Keep a value for ``ttl_seconds`` (expired entries are swept now and then)."""
+        now = self.clock()
+        self._puts += 1
+        sweep = self._puts % 256 == 1
+
+        def put(db: Any) -> None:
+            if sweep:
+                db.execute(self._sql["cache_sweep"], (now,))
+            db.execute(self._sql["cache_put"], (key, value, now + ttl_seconds))
+
+        self._write("write the cache", put)
+
+    # -- people ---------------------------------------------------------------------------
+
+    def push_feedback(self, session: str, text: str) -> None:
+        """Queue a message from a person for the session's agent."""
+        args = (session, text, self.clock())
+        self._write("queue feedback", lambda db: db.execute(self._sql["push"], args))
+
+    def pop_feedback(self, session: str) -> list[str]:
+        """Take every queued message, oldest first (``DELETE … RETURNING``)."""
+        rows = self._write(
+            "take feedback", lambda db: db.execute(self._sql["pop"], (session,)).fetchall()
+        )
+        return [r[1] for r in sorted(rows)]
+
+    def request_stop(self, session: str, by: str) -> None:
+        """Ask the session to stop; ``by`` says who asked."""
+        args = (session, by, self.clock())
+        self._write("ask a session to stop", lambda db: db.execute(self._sql["stop"], args))
+
+    def stop_requested(self, session: str) -> str | None:
+        """Who asked the session to stop, or None."""
+        rows = self._read("read a stop request", self._sql["stopped"], (session,))
+        return str(rows[0][0]) if rows else None
+
+    def clear_stop(self, session: str) -> None:
+        """Withdraw a stop request."""
+        self._write("clear a stop request", lambda db: db.execute(self._sql["unstop"], (session,)))
