@@ -163,6 +163,7 @@ class Approvals:
                     args=args,
                     risk=decision.risk,
                     reason=decision.reason,
+                    rule=decision.rule,
                 )
                 verdict = verdict_of(request)
                 if request.status is ApprovalStatus.EDITED and request.edited_args is not None:
@@ -243,8 +244,12 @@ class Approvals:
         reason: str,
         fingerprint: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        rule: str | None = None,
     ) -> ApprovalRequest:
         """Store a new pending request (it expires after ``policy.timeout`` seconds).
+
+        ``rule`` names the policy rule that asked; the record keeps it, with who answered,
+        through which channel and when (``antiloop log --approvals``).
 
         The request holds the call redacted (``antiloop.redact``): the store, every channel
         (terminal, webhook, web) and every listener (live events) see no secret. The caller
@@ -266,6 +271,7 @@ class Approvals:
             expires_at=now + self.policy.timeout,
             fingerprint=redact_text(fingerprint) if fingerprint else fingerprint,
             extra=redact_value(extras),
+            rule=rule,
         )
         self.ledger.put_approval(request)
         self._notify("created", request)
@@ -286,7 +292,8 @@ class Approvals:
                 del self._allowance[session]
             else:
                 self._allowance[session] = (left - 1, by)
-            return self.answer(request.id, Answer.approve(f"{by} (approve next)"))
+            yes = Answer.approve(f"{by} (approve next)")
+            return self.answer(request.id, replace(yes, channel="allowance"))
         self.deliver(request)
         if not self.wait_for_answer:
             current = self.ledger.get_approval(request.id)
@@ -301,25 +308,28 @@ class Approvals:
         lock = threading.Lock()
 
         def run(channel: Channel) -> None:
+            name = channel.name
             try:
-                channel.deliver(request, lambda ans: self.answer(request.id, ans))
+                channel.deliver(
+                    request,
+                    lambda ans: self.answer(request.id, replace(ans, channel=ans.channel or name)),
+                )
             except ChannelError as exc:
                 log.warning("antiloop: channel %s could not deliver: %s", channel.name, exc)
                 with lock:
                     failures.append(channel.name)
                     every = len(failures) == len(self.channels)
                 if every:
-                    self.answer(
-                        request.id,
-                        Answer.deny("antiloop", f"No channel could reach a person: {exc}"),
-                    )
+                    said = f"No channel could reach a person: {exc}"
+                    self.answer(request.id, Answer.deny("antiloop", said, channel="antiloop"))
             except Exception:  # a channel's bug must not approve, nor kill the run
                 log.exception("antiloop: channel %s failed", channel.name)
                 with lock:
                     failures.append(channel.name)
                     every = len(failures) == len(self.channels)
                 if every:
-                    self.answer(request.id, Answer.deny("antiloop", "Every channel failed."))
+                    failed = Answer.deny("antiloop", "Every channel failed.", channel="antiloop")
+                    self.answer(request.id, failed)
 
         if len(self.channels) == 1:
             run(self.channels[0])
@@ -366,6 +376,9 @@ class Approvals:
             edited_args=answer.edited_args,
             now=self.clock(),
         )
+        if decided.decided_by == answer.by and answer.channel and decided.channel is None:
+            decided = replace(decided, channel=answer.channel)  # how it was approved, kept
+            self.ledger.put_approval(decided)
         if decided.status in FINAL and decided.decided_by == answer.by:
             if answer.approve_next > 0 and decided.status is ApprovalStatus.APPROVED:
                 self._allowance[decided.session] = (answer.approve_next, answer.by)
@@ -441,6 +454,9 @@ class Approvals:
             comment="No answer came in time.",
             now=self.clock(),
         )
+        if decided.decided_by == "timeout" and decided.channel is None:
+            decided = replace(decided, channel="timeout")
+            self.ledger.put_approval(decided)
         self._notify("decided", decided)
         return decided
 
@@ -467,6 +483,10 @@ class Approvals:
         """
         if verdict.action < Action.ASK or verdict.detector in (None, "goal", "terminated"):
             return verdict
+        if verdict.detector == "budget":  # a spending check-in: always a person's call
+            from antiloop.budgets import settle
+
+            return settle(self, guard, verdict, step)
         if self.policy.escalate_to != "human":
             return verdict
         request = self.ask(
@@ -478,6 +498,7 @@ class Approvals:
             reason=verdict.reason,
             fingerprint=verdict.fingerprint,
             extra={"action": verdict.action.name.lower(), "detector": verdict.detector},
+            rule=f"escalate:{verdict.detector}",
         )
         if request.status in _YES:
             if verdict.action is Action.STOP:
@@ -508,6 +529,7 @@ class Approvals:
                 risk="loop",
                 reason=verdict.reason,
                 fingerprint=verdict.fingerprint,
+                rule=f"approver:{verdict.detector}",
             )
             return request.status in _YES
 

@@ -55,6 +55,10 @@ def describe(path: Path | str) -> str:
         ApprovalPolicy.from_mapping(approval, f"{settings.source} [approval]")
     _hook_table(settings.tables.get("hooks", {}), settings.source)
     _audit_table(settings.tables.get("audit", {}), settings.source)
+    if "budgets" in settings.tables:
+        from antiloop.budgets import Budgets
+
+        Budgets.from_mapping(settings.tables["budgets"], settings.source)
     if "telemetry" in settings.tables:
         from antiloop.telemetry import telemetry_settings
 

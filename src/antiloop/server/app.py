@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, is_dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -703,7 +703,7 @@ def create_app(service: Service) -> Starlette:
         # The voter is who the token belongs to; a "by" in the body is not believed.
         return await service.call(_decide, request.path_params["id"], body, request.state.identity)
 
-    def _decide(id: str, body: Any, by: str) -> Response:
+    def _decide(id: str, body: Any, by: str, channel: str = "web") -> Response:
         if not isinstance(body, dict):
             return _error(400, "expected {'decision': 'approve'|'deny', 'comment': ...}")
         decision = body.get("decision")
@@ -719,7 +719,7 @@ def create_app(service: Service) -> Starlette:
         else:
             return _error(400, "'decision' must be approve, deny or edit (with 'args')")
         try:
-            decided = service.approvals.answer(id, answer)
+            decided = service.approvals.answer(id, replace(answer, channel=channel))
         except KeyError:
             return _error(404, "no such approval request")
         return _redacted({**decided.to_dict(), "votes": sorted(service.approvals.votes(id))})
@@ -746,7 +746,7 @@ def create_app(service: Service) -> Starlette:
         # The relay signed the body: its "by" is the user the relay authenticated.
         user = data.get("by")
         by = user if isinstance(user, str) and user.strip() else "webhook"
-        return await service.call(_decide, id, data, by)
+        return await service.call(_decide, id, data, by, "webhook")
 
     async def events(request: Request) -> Response:
         queue = service.hub.subscribe()
