@@ -24,6 +24,7 @@ from antiloop.approval.channels import Answer, Channel
 from antiloop.approval.ledger import ApprovalStore, ledger_of
 from antiloop.approval.policy import ApprovalPolicy
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+from antiloop.audit import AuditEvent
 from antiloop.errors import ApprovalDenied, ChannelError, Halt
 from antiloop.redact import redact_text, redact_value
 from antiloop.verdict import Action, Verdict
@@ -94,6 +95,7 @@ class Approvals:
         wait: bool = True,
     ) -> None:
         self.ledger: ApprovalStore = ledger_of(store)
+        self._audit: Callable[[AuditEvent], None] | None = getattr(store, "append_audit", None)
         self.policy = policy or ApprovalPolicy()
         self.channels = list(channels)
         self.clock = clock
@@ -376,9 +378,11 @@ class Approvals:
             edited_args=answer.edited_args,
             now=self.clock(),
         )
-        if decided.decided_by == answer.by and answer.channel and decided.channel is None:
-            decided = replace(decided, channel=answer.channel)  # how it was approved, kept
-            self.ledger.put_approval(decided)
+        if decided.decided_by == answer.by and decided.status in FINAL:
+            if answer.channel and decided.channel is None:
+                decided = replace(decided, channel=answer.channel)  # how it was approved, kept
+                self.ledger.put_approval(decided)
+            self._audited(decided)
         if decided.status in FINAL and decided.decided_by == answer.by:
             if answer.approve_next > 0 and decided.status is ApprovalStatus.APPROVED:
                 self._allowance[decided.session] = (answer.approve_next, answer.by)
@@ -457,8 +461,28 @@ class Approvals:
         if decided.decided_by == "timeout" and decided.channel is None:
             decided = replace(decided, channel="timeout")
             self.ledger.put_approval(decided)
+            self._audited(decided)
         self._notify("decided", decided)
         return decided
+
+    def _audited(self, decided: ApprovalRequest) -> None:
+        """Put the decision in the audit log: who, through which channel, when, how long, why."""
+        if self._audit is None:
+            return
+        try:
+            self._audit(
+                AuditEvent(
+                    kind="approval",
+                    session=decided.session,
+                    at=decided.decided_at if decided.decided_at is not None else self.clock(),
+                    agent=decided.agent,
+                    tool=decided.tool,
+                    args=decided.args,
+                    detail=approval_detail(decided),
+                )
+            )
+        except Exception:  # the decision stands in the approvals table whatever the log does
+            log.exception("antiloop: could not log approval %s", decided.id)
 
     def _cancel(self, request: ApprovalRequest) -> None:
         for channel in self.channels:
@@ -542,6 +566,23 @@ class Approvals:
     def feedback(self, session: str, text: str) -> None:
         """Queue text for the agent's next step (it arrives as the verdict's hint), redacted."""
         self.ledger.push_feedback(session, redact_text(text))
+
+
+def approval_detail(request: ApprovalRequest) -> dict[str, Any]:
+    """How a request was decided, as the audit log and ``antiloop log --approvals`` show it."""
+    return {
+        "request": request.id,
+        "approved": request.status in _YES,
+        "status": str(request.status),
+        "decided_by": request.decided_by,
+        "channel": request.channel,
+        "rule": request.rule,
+        "risk": request.risk,
+        "asked_at": request.created_at,
+        "waited_s": None if request.waited is None else round(request.waited, 3),
+        "comment": request.comment,
+        "fingerprint": request.fingerprint,
+    }
 
 
 def identity(by: str) -> str:

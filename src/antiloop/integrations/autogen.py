@@ -144,6 +144,7 @@ class AntiloopTermination(TerminationCondition):
             tool=ask.detector or "ask",
             args={},
             decision=decision,
+            channel="autogen",
             verdict=refusal or ask,
         )
         self._refused = refusal

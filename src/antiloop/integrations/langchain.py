@@ -169,6 +169,7 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 tool=call.tool,
                 args=call.args,
                 decision=decision,
+                channel="langgraph-interrupt",
                 verdict=refusal,
             )
             if refusal is not None:
@@ -245,6 +246,7 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
             tool=ask.detector or "ask",
             args={},
             decision=decision,
+            channel="langgraph-interrupt",
             verdict=ask,
         )
         if decision.approved:

@@ -262,6 +262,7 @@ class McpProxy:
 
     def _approve_call(self, call: _Call, line: bytes) -> None:
         args = json.dumps(call.args, ensure_ascii=False, sort_keys=True)
+        asked_at = self.guard.clock()
         decision = self._ask(f"The agent wants to run {call.tool} {args}. Allow it?")
         refusal = None if decision.approved else denied(call.tool, decision)
         record_decision(
@@ -271,7 +272,9 @@ class McpProxy:
             tool=call.tool,
             args=call.args,
             decision=decision,
+            channel="mcp-elicitation",
             verdict=refusal,
+            asked_at=asked_at,
         )
         if refusal is None:
             self._forward(call, line)
@@ -322,6 +325,7 @@ class McpProxy:
             self._send_client(line)
 
     def _approve_result(self, call: _Call, message: dict[str, Any], verdict: Verdict) -> None:
+        asked_at = self.guard.clock()
         decision = self._ask(f"{verdict.reason} Let the agent go on?")
         refusal = None if decision.approved else denied(call.tool, decision)
         record_decision(
@@ -331,7 +335,9 @@ class McpProxy:
             tool=call.tool,
             args=call.args,
             decision=decision,
+            channel="mcp-elicitation",
             verdict=refusal or verdict,
+            asked_at=asked_at,
         )
         result = message.get("result")
         if refusal is not None:
