@@ -248,12 +248,13 @@ def _check(scope: str, agent: str, now: Spent, limit: Limit) -> tuple[Verdict | 
         now = replace(now, soft_tokens=now.soft_tokens + step_tokens * (1 + gone))
     if not asked:
         return None, now
+    said = f"{whose} spent {' and '.join(asked)}"
     return (
         Verdict.ask(
             DETECTOR,
-            f"{whose} spent {' and '.join(asked)}; a person decides whether it goes on.",
+            f"{said}; a person decides whether it goes on.",
             outcome="budget",
-            hint="The run passed its spending check-in; a person decides whether it goes on.",
+            hint=f"{said}: a person is asked whether the run goes on. Spend carefully.",
         ),
         now,
     )

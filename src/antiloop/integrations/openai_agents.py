@@ -201,7 +201,10 @@ class AntiloopGuardrails:
         others of that turn carry none.
         """
         usage = getattr(context, "usage", None)
-        now_in, now_out = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
+        now_in, now_out = (
+            getattr(usage, "input_tokens", None),
+            getattr(usage, "output_tokens", None),
+        )
         if not isinstance(now_in, int) or not isinstance(now_out, int):
             return None, None
         charged = self._charged
