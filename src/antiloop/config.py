@@ -24,7 +24,7 @@ OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
-TABLES = ("approval", "hooks", "audit", "telemetry", "budgets")
+TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp")
 
 
 @dataclass(frozen=True, slots=True)
