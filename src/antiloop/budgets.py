@@ -352,6 +352,8 @@ def settle(approvals: Any, guard: Any, verdict: Verdict, step: Step) -> Verdict:
         rule="budget:soft",
     )
     status = str(request.status)
+    if status == "pending":  # a caller that does not wait (the service): asked, not answered
+        return verdict
     if status in ("approved", "edited"):
         if request.edited_args:
             raise_limits(guard.store, step.session, request.edited_args, budgets)

@@ -44,6 +44,7 @@ from antiloop.approval import (
     verdict_of,
 )
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
+from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
 from antiloop.errors import BadStep, ChannelError, StoreError
 from antiloop.events import MAX_DEPTH, Step, nesting_depth, step_from_dict
@@ -180,6 +181,7 @@ class Service:
         clock: Callable[[], float] = time.time,
         tokens: Mapping[str, str] | None = None,
         limits: Limits | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         if not token:
             raise ValueError("the service needs a token")
@@ -188,7 +190,9 @@ class Service:
         self._identities = [(f"Bearer {t}".encode(), name) for name, t in (tokens or {}).items()]
         if any(not name.strip() or len(t) < 8 for name, t in (tokens or {}).items()):
             raise ValueError("each named token needs a name and at least 8 characters")
-        self.guard = Guard(config=config or GuardConfig(embedder="ngram"), store=store)
+        self.guard = Guard(
+            config=config or GuardConfig(embedder="ngram"), store=store, budgets=budgets
+        )
         self.store = self.guard.store
         self.approvals = Approvals(self.store, policy, channels or [], clock=clock, wait=False)
         self.ledger = self.approvals.ledger
