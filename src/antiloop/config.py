@@ -24,7 +24,7 @@ OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
-TABLES = ("approval", "hooks", "audit", "telemetry")
+TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +140,8 @@ class Settings:
 
     Attributes:
         guard: the guard's keys (at the top of the file, or under ``[guard]``), not yet checked.
-        tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, as given (each
-            checked by the part it configures).
+        tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, ``[budgets]``, as
+            given (each checked by the part it configures).
         source: the file read.
     """
 

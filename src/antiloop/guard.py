@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     import logging
 
     from antiloop.approval import Approvals
+    from antiloop.budgets import Budgets
     from antiloop.embed import Embedder
 
 
@@ -223,6 +224,8 @@ class Guard:
             stops a run a person stopped, asks before risky calls (the approval policy) and
             passes on queued feedback as the hint; ``record`` escalates ask and loop-stop
             verdicts to a person when the policy escalates to humans.
+        budgets: token and cost limits per session and agent (``antiloop.budgets``): a soft
+            limit answers ``ask`` (a person decides, with ``approvals``), a hard one stops.
 
     Example:
         >>> guard = Guard()
@@ -246,9 +249,11 @@ class Guard:
         on_store_error: str | None = None,
         clock: Callable[[], float] = time.time,
         approvals: Approvals | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.config = config or GuardConfig()
         self.approvals = approvals
+        self.budgets = budgets if budgets else None
         self.embedder: Embedder = embedder or LazyEmbedder(self.config.embedder)
         self.detector: Detector | DetectorFn = (
             detector if detector is not None else default_detector(self.config, self.embedder)
@@ -284,7 +289,7 @@ class Guard:
         """A Guard from a config file path (TOML or JSON), a mapping, or a GuardConfig.
 
         OpenTelemetry export (``antiloop.telemetry``) is attached when the OTLP environment or
-        the file's ``[telemetry]`` table asks for it.
+        the file's ``[telemetry]`` table asks for it; ``[budgets]`` gives ``budgets``.
         """
         from antiloop.config import read_settings
 
@@ -298,6 +303,10 @@ class Guard:
             settings = read_settings(source)
             config = GuardConfig.from_mapping(settings.guard, source=settings.source)
             telemetry, where = settings.tables.get("telemetry"), settings.source
+            if "budgets" in settings.tables and "budgets" not in kw:
+                from antiloop.budgets import Budgets
+
+                kw["budgets"] = Budgets.from_mapping(settings.tables["budgets"], where)
         listener = _telemetry_listener(telemetry, where)
         if listener is not None:
             kw["listeners"] = [*kw.get("listeners", ()), listener]
@@ -457,6 +466,8 @@ class Guard:
             return self._terminated(state.ended)  # type: ignore[arg-type]
         history = self._observe(state, step)
         verdict = self.detector(history)
+        if self.budgets is not None:
+            verdict = self.budgets.judge(state, step, verdict)
         if verdict is None:
             return _OK
         if verdict.action is Action.CONTINUE:

@@ -95,6 +95,10 @@ class SessionState:
     # The ids of the session's last steps and their verdicts (None: a plain continue), so
     # that a step delivered again is answered as it was the first time (protocol section 2).
     seen: dict[str, object | None] = field(default_factory=dict)
+    # Token and cost spend (antiloop.budgets): "" for the session, "a:<agent>" per agent, each
+    # (tokens_in, tokens_out, cost_usd, next soft tokens, next soft usd, hard tokens, hard usd);
+    # None until a step with usage meets a guard with budgets.
+    spend: dict[str, tuple[Any, ...]] | None = None
 
 
 class History:

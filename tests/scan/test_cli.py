@@ -80,6 +80,8 @@ def test_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
             "output_tokens": None,
             "cost_usd": None,
         },
+        "spend": {"steps": 4, "input_tokens": None, "output_tokens": None, "cost_usd": None},
+        "loop_spend": {"steps": 2, "input_tokens": None, "output_tokens": None, "cost_usd": None},
     }
     assert lines[0]["loops"][0]["fingerprint"].startswith("AGENT::agent::grep::")
     summary = lines[1]["summary"]
@@ -279,3 +281,34 @@ def test_html_report_lists_unreadable_inputs(tmp_path: Path) -> None:
     assert f"<code>{tmp_path / 'notes.txt'}</code>" in text
     assert "no known trace format fits" in text
     assert "1 runs, 4 steps, 1 files; 1 unreadable." in text
+
+
+def test_spend_and_the_spend_inside_loops_are_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Steps with usage: the JSON, the text summary and the HTML report show both spends."""
+    priced = [dict(e, cost_usd=0.5, tokens_in=100, tokens_out=10) for e in LOOPING]
+    run = _write(tmp_path / "priced.jsonl", priced)
+    report = tmp_path / "r.html"
+    assert main(["scan", str(run), "--json", "--html", str(report)]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines[0]["spend"] == {
+        "steps": 4,
+        "input_tokens": 400,
+        "output_tokens": 40,
+        "cost_usd": 2.0,
+    }
+    assert lines[0]["loop_spend"] == {
+        "steps": 2,
+        "input_tokens": 200,
+        "output_tokens": 20,
+        "cost_usd": 1.0,
+    }
+    assert lines[-1]["summary"]["loop_spend"]["cost_usd"] == 1.0
+    html = report.read_text(encoding="utf-8")
+    assert "spent inside loops" in html
+    assert "2 steps, 220 tokens, $1.00" in html
+    assert main(["scan", str(run)]) == 1
+    assert "Spend: 4 steps, 440 tokens, $2.00; inside loops: 2 steps, 220 tokens, $1.00." in (
+        capsys.readouterr().out
+    )

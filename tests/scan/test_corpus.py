@@ -23,9 +23,11 @@ def _corpus() -> None:
     need_path(CORPUS, "the shared corpus beside the repository")
 
 
-RUN_KEYS = ["file", "record", "format", "steps", "loops", "waste"]
+# the issue's shape, then the spend and the spend inside loops (issue 18)
+RUN_KEYS = ["file", "record", "format", "steps", "loops", "waste", "spend", "loop_spend"]
 LOOP_KEYS = ["step", "detector", "fingerprint", "evidence"]
 WASTE_KEYS = ["from_step", "steps", "input_tokens", "output_tokens", "cost_usd"]
+USAGE_KEYS = ["steps", "input_tokens", "output_tokens", "cost_usd"]
 
 
 @pytest.fixture(scope="module")
@@ -60,12 +62,14 @@ def test_every_run_is_scanned_with_its_step_count(scanned: Any) -> None:
 
 
 def test_json_lines_have_exactly_the_issue_shape(scanned: Any) -> None:
-    """Each run line has file, record, format, steps, loops, waste; the last line is the summary."""
+    """Each run line has file, record, format, steps, loops, waste, spends; then the summary."""
     lines = scanned[1]
     assert list(lines[-1]) == ["summary"]
     for line in lines[:-1]:
         assert list(line) == RUN_KEYS
         assert list(line["waste"]) == WASTE_KEYS
+        assert list(line["spend"]) == list(line["loop_spend"]) == USAGE_KEYS
+        assert line["loop_spend"]["steps"] <= line["spend"]["steps"] == line["steps"]
         for loop in line["loops"]:
             assert list(loop) == LOOP_KEYS
             assert loop["step"] in loop["evidence"]

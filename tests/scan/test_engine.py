@@ -130,3 +130,29 @@ def test_views_are_kept_only_when_asked() -> None:
         ("bash", True, "Bash"),
     ]
     assert views[1].command == "false"
+
+
+def test_spend_of_the_run_and_inside_its_loops() -> None:
+    """A run's spend is every step's usage; the loops' spend is that of their evidence steps."""
+    steps = [_grep("a"), _grep("x"), _grep("x"), _grep("x"), _grep("b")]
+    costs = tuple(StepCost(10 * i, i, 0.25 * i) for i in range(5))
+    result = Scanner().scan_run(_run(steps, costs))
+    assert [loop.evidence for loop in result.loops] == [(1, 2, 3)]
+    assert result.spend.to_json() == {
+        "steps": 5,
+        "input_tokens": 100,
+        "output_tokens": 10,
+        "cost_usd": 2.5,
+    }
+    assert result.loop_spend.to_json() == {
+        "steps": 3,
+        "input_tokens": 60,
+        "output_tokens": 6,
+        "cost_usd": 1.5,
+    }
+
+
+def test_spend_unrecorded_stays_none() -> None:
+    """A format that records no usage has a spend of steps only."""
+    result = Scanner().scan_run(_run([_grep("x"), _grep("x")]))
+    assert (result.spend.steps, result.spend.cost_usd, result.loop_spend.steps) == (2, None, 2)

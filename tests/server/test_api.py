@@ -161,6 +161,7 @@ def test_risky_call_waits_for_approval_then_goes_on(server):
     )
     # The voter is the token's holder; the "by" in the body is not believed.
     assert (status, decided["status"], decided["decided_by"]) == (200, "approved", "dashboard")
+    assert (decided["channel"], decided["rule"]) == ("web", "tier:delete")
     _, again = server.call("GET", f"/v1/approvals/{rid}")
     assert again["verdict"]["action"] == "continue"
     _, later = server.call("POST", f"/v1/approvals/{rid}", {"decision": "deny"})

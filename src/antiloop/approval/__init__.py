@@ -14,7 +14,7 @@ if typing.TYPE_CHECKING:
     from antiloop.approval.channels import Answer, CallbackChannel, Channel, WebChannel
     from antiloop.approval.interrupt import Interruptible
     from antiloop.approval.ledger import ApprovalStore, MemoryLedger, ledger_of
-    from antiloop.approval.policy import ApprovalPolicy, PolicyDecision, Rule, risk_of
+    from antiloop.approval.policy import ApprovalPolicy, PolicyDecision, Rule, ToolHints, risk_of
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
     from antiloop.approval.terminal import TerminalChannel, parse_reply
     from antiloop.approval.webhook import Verifier, WebhookChannel, payload, sign, signed_headers
@@ -34,6 +34,7 @@ _WHERE = {
     "PolicyDecision": "antiloop.approval.policy",
     "Rule": "antiloop.approval.policy",
     "TerminalChannel": "antiloop.approval.terminal",
+    "ToolHints": "antiloop.approval.policy",
     "Verifier": "antiloop.approval.webhook",
     "WebChannel": "antiloop.approval.channels",
     "WebhookChannel": "antiloop.approval.webhook",
@@ -62,6 +63,7 @@ __all__ = [
     "PolicyDecision",
     "Rule",
     "TerminalChannel",
+    "ToolHints",
     "Verifier",
     "WebChannel",
     "WebhookChannel",

@@ -24,6 +24,7 @@ from antiloop.approval.channels import Answer, Channel
 from antiloop.approval.ledger import ApprovalStore, ledger_of
 from antiloop.approval.policy import ApprovalPolicy
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+from antiloop.audit import AuditEvent
 from antiloop.errors import ApprovalDenied, ChannelError, Halt
 from antiloop.redact import redact_text, redact_value
 from antiloop.verdict import Action, Verdict
@@ -94,6 +95,7 @@ class Approvals:
         wait: bool = True,
     ) -> None:
         self.ledger: ApprovalStore = ledger_of(store)
+        self._audit: Callable[[AuditEvent], None] | None = getattr(store, "append_audit", None)
         self.policy = policy or ApprovalPolicy()
         self.channels = list(channels)
         self.clock = clock
@@ -163,6 +165,7 @@ class Approvals:
                     args=args,
                     risk=decision.risk,
                     reason=decision.reason,
+                    rule=decision.rule,
                 )
                 verdict = verdict_of(request)
                 if request.status is ApprovalStatus.EDITED and request.edited_args is not None:
@@ -243,8 +246,12 @@ class Approvals:
         reason: str,
         fingerprint: str | None = None,
         extra: Mapping[str, Any] | None = None,
+        rule: str | None = None,
     ) -> ApprovalRequest:
         """Store a new pending request (it expires after ``policy.timeout`` seconds).
+
+        ``rule`` names the policy rule that asked; the record keeps it, with who answered,
+        through which channel and when (``antiloop log --approvals``).
 
         The request holds the call redacted (``antiloop.redact``): the store, every channel
         (terminal, webhook, web) and every listener (live events) see no secret. The caller
@@ -266,6 +273,7 @@ class Approvals:
             expires_at=now + self.policy.timeout,
             fingerprint=redact_text(fingerprint) if fingerprint else fingerprint,
             extra=redact_value(extras),
+            rule=rule,
         )
         self.ledger.put_approval(request)
         self._notify("created", request)
@@ -286,7 +294,8 @@ class Approvals:
                 del self._allowance[session]
             else:
                 self._allowance[session] = (left - 1, by)
-            return self.answer(request.id, Answer.approve(f"{by} (approve next)"))
+            yes = Answer.approve(f"{by} (approve next)")
+            return self.answer(request.id, replace(yes, channel="allowance"))
         self.deliver(request)
         if not self.wait_for_answer:
             current = self.ledger.get_approval(request.id)
@@ -301,25 +310,28 @@ class Approvals:
         lock = threading.Lock()
 
         def run(channel: Channel) -> None:
+            name = channel.name
             try:
-                channel.deliver(request, lambda ans: self.answer(request.id, ans))
+                channel.deliver(
+                    request,
+                    lambda ans: self.answer(request.id, replace(ans, channel=ans.channel or name)),
+                )
             except ChannelError as exc:
                 log.warning("antiloop: channel %s could not deliver: %s", channel.name, exc)
                 with lock:
                     failures.append(channel.name)
                     every = len(failures) == len(self.channels)
                 if every:
-                    self.answer(
-                        request.id,
-                        Answer.deny("antiloop", f"No channel could reach a person: {exc}"),
-                    )
+                    said = f"No channel could reach a person: {exc}"
+                    self.answer(request.id, Answer.deny("antiloop", said, channel="antiloop"))
             except Exception:  # a channel's bug must not approve, nor kill the run
                 log.exception("antiloop: channel %s failed", channel.name)
                 with lock:
                     failures.append(channel.name)
                     every = len(failures) == len(self.channels)
                 if every:
-                    self.answer(request.id, Answer.deny("antiloop", "Every channel failed."))
+                    failed = Answer.deny("antiloop", "Every channel failed.", channel="antiloop")
+                    self.answer(request.id, failed)
 
         if len(self.channels) == 1:
             run(self.channels[0])
@@ -366,6 +378,11 @@ class Approvals:
             edited_args=answer.edited_args,
             now=self.clock(),
         )
+        if decided.decided_by == answer.by and decided.status in FINAL:
+            if answer.channel and decided.channel is None:
+                decided = replace(decided, channel=answer.channel)  # how it was approved, kept
+                self.ledger.put_approval(decided)
+            self._audited(decided)
         if decided.status in FINAL and decided.decided_by == answer.by:
             if answer.approve_next > 0 and decided.status is ApprovalStatus.APPROVED:
                 self._allowance[decided.session] = (answer.approve_next, answer.by)
@@ -441,8 +458,31 @@ class Approvals:
             comment="No answer came in time.",
             now=self.clock(),
         )
+        if decided.decided_by == "timeout" and decided.channel is None:
+            decided = replace(decided, channel="timeout")
+            self.ledger.put_approval(decided)
+            self._audited(decided)
         self._notify("decided", decided)
         return decided
+
+    def _audited(self, decided: ApprovalRequest) -> None:
+        """Put the decision in the audit log: who, through which channel, when, how long, why."""
+        if self._audit is None:
+            return
+        try:
+            self._audit(
+                AuditEvent(
+                    kind="approval",
+                    session=decided.session,
+                    at=decided.decided_at if decided.decided_at is not None else self.clock(),
+                    agent=decided.agent,
+                    tool=decided.tool,
+                    args=decided.args,
+                    detail=approval_detail(decided),
+                )
+            )
+        except Exception:  # the decision stands in the approvals table whatever the log does
+            log.exception("antiloop: could not log approval %s", decided.id)
 
     def _cancel(self, request: ApprovalRequest) -> None:
         for channel in self.channels:
@@ -467,6 +507,10 @@ class Approvals:
         """
         if verdict.action < Action.ASK or verdict.detector in (None, "goal", "terminated"):
             return verdict
+        if verdict.detector == "budget":  # a spending check-in: always a person's call
+            from antiloop.budgets import settle
+
+            return settle(self, guard, verdict, step)
         if self.policy.escalate_to != "human":
             return verdict
         request = self.ask(
@@ -478,6 +522,7 @@ class Approvals:
             reason=verdict.reason,
             fingerprint=verdict.fingerprint,
             extra={"action": verdict.action.name.lower(), "detector": verdict.detector},
+            rule=f"escalate:{verdict.detector}",
         )
         if request.status in _YES:
             if verdict.action is Action.STOP:
@@ -508,6 +553,7 @@ class Approvals:
                 risk="loop",
                 reason=verdict.reason,
                 fingerprint=verdict.fingerprint,
+                rule=f"approver:{verdict.detector}",
             )
             return request.status in _YES
 
@@ -520,6 +566,23 @@ class Approvals:
     def feedback(self, session: str, text: str) -> None:
         """Queue text for the agent's next step (it arrives as the verdict's hint), redacted."""
         self.ledger.push_feedback(session, redact_text(text))
+
+
+def approval_detail(request: ApprovalRequest) -> dict[str, Any]:
+    """How a request was decided, as the audit log and ``antiloop log --approvals`` show it."""
+    return {
+        "request": request.id,
+        "approved": request.status in _YES,
+        "status": str(request.status),
+        "decided_by": request.decided_by,
+        "channel": request.channel,
+        "rule": request.rule,
+        "risk": request.risk,
+        "asked_at": request.created_at,
+        "waited_s": None if request.waited is None else round(request.waited, 3),
+        "comment": request.comment,
+        "fingerprint": request.fingerprint,
+    }
 
 
 def identity(by: str) -> str:

@@ -28,6 +28,8 @@ class Answer:
         edited_args: the changed arguments when ``status`` is ``edited``.
         approve_next: approve this many further asks of the session without asking (``y -N``).
         stop: stop the run too (``q``).
+        channel: where it came from (``terminal``, ``web``...); set by whoever delivered it
+            when the answer does not say.
     """
 
     status: ApprovalStatus
@@ -36,6 +38,7 @@ class Answer:
     edited_args: Mapping[str, Any] | None = None
     approve_next: int = 0
     stop: bool = False
+    channel: str | None = None
 
     @classmethod
     def approve(cls, by: str, comment: str | None = None, approve_next: int = 0) -> Answer:
@@ -43,9 +46,11 @@ class Answer:
         return cls(ApprovalStatus.APPROVED, by, comment, approve_next=approve_next)
 
     @classmethod
-    def deny(cls, by: str, comment: str | None = None, *, stop: bool = False) -> Answer:
+    def deny(
+        cls, by: str, comment: str | None = None, *, stop: bool = False, channel: str | None = None
+    ) -> Answer:
         """A no (with the reason as the agent's feedback)."""
-        return cls(ApprovalStatus.DENIED, by, comment, stop=stop)
+        return cls(ApprovalStatus.DENIED, by, comment, stop=stop, channel=channel)
 
     @classmethod
     def edit(cls, by: str, args: Mapping[str, Any], comment: str | None = None) -> Answer:

@@ -11,6 +11,12 @@ A call gets a **risk tier** from its canonical procedure (docs/protocol.md secti
 Custom rules are tried first, in order; the first that matches decides. Otherwise the tier's
 decision applies (read → allow; every other tier → ask).
 
+An MCP server the config trusts may describe its tools with annotations (``ToolHints``); the
+tier then comes from them, with the MCP spec's defaults for a hint left out: ``readOnlyHint``
+→ read; otherwise ``destructiveHint`` (default true) → delete; not destructive but
+``openWorldHint`` (default true) → network; else write. Annotations of other servers are never
+read (the spec: clients must not trust them). They decide who is asked, never what a loop is.
+
     [approval]
     escalate_to = "human"          # or "supervisor": who a loop stop goes to
     timeout = 300                  # seconds a request waits; then it expires, which denies
@@ -74,6 +80,57 @@ _RANK = {"read": 0, "write": 1, "exec": 2, "network": 3, "delete": 4}
 _SHELL_KEYS = ("command", "cmd", "script", "input")
 _RULE_KEYS = ("name", "tool", "operation", "risk", "command", "decision")
 _POLICY_KEYS = ("escalate_to", "timeout", "required", "tiers", "rules")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolHints:
+    """An MCP tool's annotations, with the spec's defaults (2025-03-26 and later).
+
+    Example:
+        >>> ToolHints.from_annotations({"readOnlyHint": True}).tier
+        'read'
+        >>> ToolHints().tier  # nothing said: the spec assumes the worst
+        'delete'
+    """
+
+    read_only: bool = False
+    destructive: bool = True
+    idempotent: bool = False
+    open_world: bool = True
+
+    @classmethod
+    def from_annotations(cls, annotations: object) -> ToolHints:
+        """The hints of a ``tools/list`` entry's ``annotations`` (absent or odd: the defaults)."""
+        data = annotations if isinstance(annotations, Mapping) else {}
+
+        def hint(key: str, default: bool) -> bool:
+            value = data.get(key)
+            return value if isinstance(value, bool) else default
+
+        return cls(
+            read_only=hint("readOnlyHint", False),
+            destructive=hint("destructiveHint", True),
+            idempotent=hint("idempotentHint", False),
+            open_world=hint("openWorldHint", True),
+        )
+
+    @property
+    def tier(self) -> str:
+        """The risk tier the hints give."""
+        if self.read_only:
+            return "read"
+        if self.destructive:
+            return "delete"
+        return "network" if self.open_world else "write"
+
+    @property
+    def rule(self) -> str:
+        """The hint that decided the tier, as approval records name it."""
+        if self.read_only:
+            return "annotation:readOnlyHint"
+        if self.destructive:
+            return "annotation:destructiveHint"
+        return "annotation:openWorldHint" if self.open_world else "annotation:not-destructive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,10 +291,16 @@ class ApprovalPolicy:
         args: Mapping[str, Any] | None = None,
         paths: Sequence[str] = (),
         cwd: str | None = None,
+        hints: ToolHints | None = None,
     ) -> PolicyDecision:
-        """Allow, ask or deny one call; the first matching rule wins, then the tier."""
+        """Allow, ask or deny one call; the first matching rule wins, then the tier.
+
+        ``hints``: a trusted MCP server's annotations of the tool; they give the risk tier.
+        """
         args = args or {}
         risk, op = risk_of(tool, args, paths, cwd)
+        if hints is not None:
+            risk = hints.tier
         for i, rule in enumerate(self.rules):
             if rule.matches(tool, args, risk, op):
                 name = rule.name or f"rule {i + 1}"
@@ -245,6 +308,14 @@ class ApprovalPolicy:
                     rule.decision, risk, op, name, f"{tool} ({risk}): {rule.decision} by {name}"
                 )
         decision = self.tiers.get(risk, "ask")
+        if hints is not None:
+            return PolicyDecision(
+                decision,
+                risk,
+                op,
+                hints.rule,
+                f"{tool} is a {risk} call ({hints.rule}): {decision}",
+            )
         return PolicyDecision(
             decision, risk, op, f"tier:{risk}", f"{tool} is a {risk} call: {decision}"
         )

@@ -38,6 +38,10 @@ class ApprovalRequest:
         comment: the person's words, passed to the agent as feedback.
         edited_args: arguments the person changed, when ``status`` is ``edited``.
         fingerprint: the loop fingerprint when a loop stop is escalated.
+        rule: the policy rule that asked (``tier:exec``, a custom rule's name,
+            ``escalate:repeat`` for a loop, ``budget:soft`` for a spending check-in).
+        channel: the channel the deciding answer came through (``terminal``, ``web``,
+            ``webhook``, ``cli``, ``callback``, ``allowance``; ``timeout`` when none came).
     """
 
     id: str
@@ -56,6 +60,15 @@ class ApprovalRequest:
     edited_args: Mapping[str, Any] | None = None
     fingerprint: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    rule: str | None = None
+    channel: str | None = None
+
+    @property
+    def waited(self) -> float | None:
+        """Seconds from the question to the answer, once decided."""
+        if self.decided_at is None:
+            return None
+        return max(0.0, self.decided_at - self.created_at)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -65,7 +78,10 @@ class ApprovalRequest:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ApprovalRequest:
-        """The inverse of ``to_dict``."""
-        values = dict(data)
+        """The inverse of ``to_dict``; keys a newer antiloop wrote are ignored."""
+        values = {k: v for k, v in data.items() if k in _FIELDS}
         values["status"] = ApprovalStatus(values.get("status", "pending"))
         return cls(**values)
+
+
+_FIELDS = frozenset(ApprovalRequest.__dataclass_fields__)

@@ -44,6 +44,8 @@ def run(ns: argparse.Namespace) -> int:
         body = {"decision": ns.decision, "comment": ns.comment, "by": by}
         status = call(ns, "POST", f"/v1/approvals/{ns.id}", body)["status"]
     else:
+        from dataclasses import replace
+
         from antiloop.approval import Answer, Approvals
 
         answer = (
@@ -52,6 +54,6 @@ def run(ns: argparse.Namespace) -> int:
             else Answer.deny(by, ns.comment)
         )
         ledger = open_ledger(ns)
-        status = Approvals(ledger).answer(ns.id, answer).status
+        status = Approvals(ledger).answer(ns.id, replace(answer, channel="cli")).status
     print(f"antiloop: request {ns.id} is {status}")
     return 0 if status == ("approved" if ns.decision == "approve" else "denied") else 1

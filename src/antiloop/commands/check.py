@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from antiloop.config import GuardConfig, load_config
+from antiloop.budgets import Budgets
+from antiloop.config import GuardConfig, read_settings
 from antiloop.errors import BadStep
 from antiloop.events import Step, parse_line
 from antiloop.guard import Guard
@@ -48,9 +49,9 @@ class RecentSessions(MemoryStore):
         return tx
 
 
-def guard_for(config: GuardConfig) -> Guard:
+def guard_for(config: GuardConfig, budgets: Budgets | None = None) -> Guard:
     """The guard ``antiloop check`` judges with: sessions bounded by ``max_sessions``."""
-    return Guard(config=config, store=RecentSessions(config.max_sessions))
+    return Guard(config=config, store=RecentSessions(config.max_sessions), budgets=budgets)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -76,9 +77,14 @@ def run_check(file: str, config_path: str | None, summary_path: str | None = Non
     With ``summary_path``, the run's summary (``RunSummary``) is written there, however the
     run ended; a spend line goes to stderr when the steps carried usage.
     """
-    config = load_config(config_path) if config_path else GuardConfig()
+    config, budgets = GuardConfig(), None
+    if config_path:
+        settings = read_settings(config_path)
+        config = GuardConfig.from_mapping(settings.guard, source=settings.source)
+        if "budgets" in settings.tables:
+            budgets = Budgets.from_mapping(settings.tables["budgets"], settings.source)
     summary = RunSummary(sessions=set() if summary_path is not None else None)
-    code, ended = _check(file, config, summary)
+    code, ended = _check(file, config, summary, budgets)
     if summary.spend.steps:
         print(f"antiloop: {summary.spend_line()}", file=sys.stderr)
     if summary_path is not None:
@@ -92,7 +98,9 @@ def run_check(file: str, config_path: str | None, summary_path: str | None = Non
     return code
 
 
-def _check(file: str, config: GuardConfig, summary: RunSummary) -> tuple[int, str]:
+def _check(
+    file: str, config: GuardConfig, summary: RunSummary, budgets: Budgets | None = None
+) -> tuple[int, str]:
     """The exit status and why the run ended."""
     try:
         if file == "-":
@@ -103,7 +111,11 @@ def _check(file: str, config: GuardConfig, summary: RunSummary) -> tuple[int, st
                     file=sys.stderr,
                 )
             code = judge_stream(
-                sys.stdin.buffer, sys.stdout, guard_for(config), flush=True, summary=summary
+                sys.stdin.buffer,
+                sys.stdout,
+                guard_for(config, budgets),
+                flush=True,
+                summary=summary,
             )
             return code, _ended(code)
         try:
@@ -112,7 +124,7 @@ def _check(file: str, config: GuardConfig, summary: RunSummary) -> tuple[int, st
             print(f"antiloop: cannot read {file}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_USAGE, "unreadable input"
         with stream:
-            code = judge_stream(stream, sys.stdout, guard_for(config), summary=summary)
+            code = judge_stream(stream, sys.stdout, guard_for(config, budgets), summary=summary)
             sys.stdout.flush()
             return code, _ended(code)
     except BrokenPipeError:

@@ -55,6 +55,14 @@ def describe(path: Path | str) -> str:
         ApprovalPolicy.from_mapping(approval, f"{settings.source} [approval]")
     _hook_table(settings.tables.get("hooks", {}), settings.source)
     _audit_table(settings.tables.get("audit", {}), settings.source)
+    if "mcp" in settings.tables:
+        from antiloop.commands.mcp_proxy import mcp_table
+
+        mcp_table(settings.tables["mcp"], settings.source)
+    if "budgets" in settings.tables:
+        from antiloop.budgets import Budgets
+
+        Budgets.from_mapping(settings.tables["budgets"], settings.source)
     if "telemetry" in settings.tables:
         from antiloop.telemetry import telemetry_settings
 

@@ -4,6 +4,10 @@
     antiloop log SESSION              one session's timeline
     antiloop log SESSION -f           ... and follow it live (Ctrl+C stops)
     antiloop log [SESSION] --jsonl    export records as JSON lines
+    antiloop log [SESSION] --approvals
+                                      how each call was approved: who, through which
+                                      channel, when, after how long, under which rule
+                                      (pending requests last); with --jsonl as JSON lines
     antiloop log verify               check the hash chain (and, on SQLite, the file with
                                       SQLite's quick_check and integrity_check): exit 0
                                       sound, 1 tampered or damaged
@@ -26,7 +30,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from antiloop._color import Painter
 from antiloop.errors import ConfigError
@@ -34,6 +38,9 @@ from antiloop.printable import printable, printable_json
 from antiloop.redact import redact_value
 from antiloop.stores import AuditLog, default_store_url, open_store
 from antiloop.stores.auditlog import AuditRecord
+
+if TYPE_CHECKING:
+    from antiloop.approval.request import ApprovalRequest
 
 EXIT_OK = 0
 EXIT_TAMPERED = 1
@@ -50,6 +57,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", help="the store URL (default: ANTILOOP_STORE or ~/.antiloop)")
     parser.add_argument("-f", "--follow", action="store_true", help="follow new records live")
     parser.add_argument("--jsonl", action="store_true", help="print records as JSON lines")
+    parser.add_argument(
+        "--approvals",
+        action="store_true",
+        help="the approval decisions: who, channel, when, how long, rule",
+    )
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between polls with -f")
     parser.add_argument("--max-polls", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument(
@@ -84,6 +96,8 @@ def run(ns: argparse.Namespace) -> int:
             known = [s.session for s in store.session_summaries()]
             if session not in known and any(k.startswith(session) for k in known):
                 session = resolve(session, known, "session")
+        if ns.approvals:
+            return list_approvals(store, out, session, ns.jsonl)
         if session is None and not ns.jsonl and not ns.follow:
             return list_sessions(store, out)
         last = 0
@@ -181,6 +195,98 @@ def list_sessions(store: AuditLog, out: IO[str]) -> int:
         status = f"stopped: {s.stopped}" if s.stopped else (s.last_action or "")
         rows.append((s.session, _when(s.last_at, True), str(s.records), str(s.steps), status))
     _table(rows, out, cut=(0, 0, 0, 0, 70))
+    return EXIT_OK
+
+
+_APPROVAL_KEYS = (
+    "request",
+    "status",
+    "approved",
+    "decided_by",
+    "channel",
+    "rule",
+    "risk",
+    "asked_at",
+    "waited_s",
+    "comment",
+)
+
+
+def approval_rows(store: AuditLog, session: str | None) -> list[dict[str, object]]:
+    """The approval decisions of the audit log, then the requests still pending, as dicts."""
+    rows: list[dict[str, object]] = []
+    for r in store.audit_records(session):
+        if r.kind != "approval":
+            continue
+        detail = dict(r.detail)
+        if r.approved_by and "decided_by" not in detail:
+            detail["decided_by"] = r.approved_by
+        row: dict[str, object] = {
+            "seq": r.seq,
+            "session": r.session,
+            "agent": r.agent,
+            "tool": r.tool,
+            "decided_at": r.at,
+        }
+        row.update({k: detail.get(k) for k in _APPROVAL_KEYS})
+        if row["status"] is None and isinstance(row["approved"], bool):
+            row["status"] = "approved" if row["approved"] else "denied"
+        rows.append(row)
+    pending = getattr(store, "list_approvals", None)
+    if pending is not None:
+        rows.extend(_pending_row(req) for req in pending(status="pending", session=session))
+    return rows
+
+
+def _pending_row(req: ApprovalRequest) -> dict[str, object]:
+    return {
+        "seq": None,
+        "session": req.session,
+        "agent": req.agent,
+        "tool": req.tool,
+        "decided_at": None,
+        "request": req.id,
+        "status": "pending",
+        "approved": None,
+        "decided_by": None,
+        "channel": None,
+        "rule": req.rule,
+        "risk": req.risk,
+        "asked_at": req.created_at,
+        "waited_s": None,
+        "comment": None,
+    }
+
+
+def list_approvals(store: AuditLog, out: IO[str], session: str | None, jsonl: bool) -> int:
+    """Print how each call was approved (or refused), one line or JSON object per decision."""
+    rows = approval_rows(store, session)
+    if jsonl:
+        for row in rows:
+            out.write(printable_json(json.dumps(redact_value(row), ensure_ascii=False)) + "\n")
+        return EXIT_OK
+    if not rows:
+        out.write("no approval decisions in the audit log\n")
+        return EXIT_OK
+    table: list[tuple[str, ...]] = [
+        ("DECIDED (UTC)", "SESSION", "TOOL", "STATUS", "BY", "CHANNEL", "WAITED", "RULE")
+    ]
+    for row in rows:
+        at = row["decided_at"]
+        waited = row["waited_s"]
+        table.append(
+            (
+                _when(at, True) if isinstance(at, int | float) else "-",
+                str(row["session"]),
+                str(row["tool"] or ""),
+                str(row["status"] or ""),
+                str(row["decided_by"] or ""),
+                str(row["channel"] or ""),
+                f"{waited:.1f}s" if isinstance(waited, int | float) else "",
+                str(row["rule"] or ""),
+            )
+        )
+    _table(table, out, cut=(0, 24, 20, 0, 24, 0, 0, 40))
     return EXIT_OK
 
 

@@ -3,6 +3,9 @@
     antiloop mcp-proxy [--config antiloop.toml] [--ask 'delete_*'] -- python my_server.py
 
 Point the MCP client at this command instead of the server's; it starts the server itself.
+The config's ``[approval]`` table (when ``--ask``/``--deny`` say nothing) is the approval
+policy, ``[budgets]`` its budgets, and ``[mcp]`` ``trust_annotations = true`` (or
+``--trust-annotations``) marks the server trusted: its tool annotations inform the policy.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any
 
-from antiloop.config import load_config
+from antiloop.config import GuardConfig, read_settings
+from antiloop.errors import ConfigError
 from antiloop.guard import Guard
 
 EXIT_USAGE = 2
@@ -49,6 +54,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="how long to wait for a person's answer before refusing (default 300)",
     )
     parser.add_argument(
+        "--trust-annotations",
+        action="store_true",
+        help="trust the server's tool annotations (readOnlyHint, destructiveHint...) in the "
+        "approval policy; never trusted otherwise",
+    )
+    parser.add_argument(
         "server",
         nargs=argparse.REMAINDER,
         help="the MCP server's command line, after --",
@@ -67,9 +78,23 @@ def run(ns: argparse.Namespace) -> int:
         print("antiloop mcp-proxy: give the server command after --", file=sys.stderr)
         return EXIT_USAGE
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="%(message)s")
-    config = load_config(ns.config) if ns.config else PROXY_CONFIG
-    guard = Guard(config=config, store=ns.store)
-    policy = name_policy(ask=ns.ask, deny=ns.deny) if ns.ask or ns.deny else None
+    config, tables, source = PROXY_CONFIG, {}, "config"
+    if ns.config:
+        settings = read_settings(ns.config)
+        config = GuardConfig.from_mapping(settings.guard, source=settings.source)
+        tables, source = dict(settings.tables), settings.source
+    budgets = None
+    if "budgets" in tables:
+        from antiloop.budgets import Budgets
+
+        budgets = Budgets.from_mapping(tables["budgets"], source)
+    guard = Guard(config=config, store=ns.store, budgets=budgets)
+    policy: Any = name_policy(ask=ns.ask, deny=ns.deny) if ns.ask or ns.deny else None
+    if policy is None and "approval" in tables:
+        from antiloop.approval.policy import ApprovalPolicy
+
+        policy = ApprovalPolicy.from_mapping(tables["approval"], f"{source} [approval]")
+    trusted = ns.trust_annotations or mcp_table(tables.get("mcp", {}), source)
     proxy = McpProxy(
         command,
         guard,
@@ -77,9 +102,22 @@ def run(ns: argparse.Namespace) -> int:
         agent=ns.agent,
         needs_approval=policy,
         approval_timeout=ns.approval_timeout if ns.approval_timeout > 0 else None,
+        trust_annotations=trusted,
     )
     try:
         return proxy.run()
     except FileNotFoundError as exc:
         print(f"antiloop mcp-proxy: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def mcp_table(table: Any, source: str) -> bool:
+    """``[mcp]``: ``trust_annotations`` (a boolean), whether the server's annotations count."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source} [mcp]: expected a table, not {table!r}")
+    for key, value in table.items():
+        if key != "trust_annotations":
+            raise ConfigError(f"{source} [mcp]: unknown key {key!r} (known: trust_annotations)")
+        if not isinstance(value, bool):
+            raise ConfigError(f"{source} [mcp]: 'trust_annotations' must be true or false")
+    return bool(table.get("trust_annotations", False))

@@ -47,10 +47,10 @@ def default_store() -> str:
     return default() if callable(default) else "memory://"
 
 
-def load(path: str | None) -> tuple[object | None, object | None]:
-    """The guard config and approval policy from a config file's [guard] and [approval]."""
+def load(path: str | None) -> tuple[object | None, object | None, object | None]:
+    """The guard config, approval policy and budgets: [guard], [approval], [budgets]."""
     if path is None:
-        return None, None
+        return None, None, None
     import json
     import tomllib
     from pathlib import Path
@@ -66,9 +66,15 @@ def load(path: str | None) -> tuple[object | None, object | None]:
         raise ConfigError(f"cannot read config {file}: {exc}") from None
     approval = data.pop("approval", None)
     data.pop("telemetry", None)  # read by antiloop.telemetry.attach_from
+    limits = data.pop("budgets", None)
     guard = data.pop("guard", data)
     policy = ApprovalPolicy.from_mapping(approval, f"{file} [approval]") if approval else None
-    return GuardConfig.from_mapping(guard, str(file)), policy
+    budgets = None
+    if limits is not None:
+        from antiloop.budgets import Budgets
+
+        budgets = Budgets.from_mapping(limits, str(file))
+    return GuardConfig.from_mapping(guard, str(file)), policy, budgets
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -87,7 +93,7 @@ def run(ns: argparse.Namespace) -> int:
 
     token = os.environ.get("ANTILOOP_TOKEN") or secrets.token_urlsafe(24)
     secret = os.environ.get("ANTILOOP_WEBHOOK_SECRET")
-    config, policy = load(ns.config)
+    config, policy, budgets = load(ns.config)
     url = f"http://{ns.host}:{ns.port}"
     channels: list[object] = [WebChannel(url + "/")]
     if ns.webhook:
@@ -110,6 +116,7 @@ def run(ns: argparse.Namespace) -> int:
         tokens=tokens,
         config=config,  # type: ignore[arg-type]
         policy=policy,  # type: ignore[arg-type]
+        budgets=budgets,  # type: ignore[arg-type]
         channels=channels,  # type: ignore[arg-type]
         webhook_secret=secret,
         limits=Limits(max_body=ns.max_body, store_timeout=ns.store_timeout),

@@ -85,6 +85,7 @@ class HookConfig:
         fail: ``open`` (an internal error lets the call go on, with a message) or ``closed``.
         source: the file read, or None.
         telemetry: the ``[telemetry]`` table as given (``antiloop.telemetry`` checks it).
+        budgets: the ``[budgets]`` table as given (``antiloop.budgets`` checks it).
     """
 
     guard: Mapping[str, Any] = field(default_factory=dict)
@@ -95,6 +96,7 @@ class HookConfig:
     fail: str = "open"
     source: str | None = None
     telemetry: Mapping[str, Any] | None = None
+    budgets: Mapping[str, Any] | None = None
 
     def guard_config(self) -> GuardConfig:
         """The GuardConfig with the hook defaults applied where the file said nothing."""
@@ -173,6 +175,7 @@ def load_hook_config(
         policy=policy,
         source=settings.source,
         telemetry=settings.tables.get("telemetry"),
+        budgets=settings.tables.get("budgets"),
         **switches,
     )
 

@@ -188,6 +188,11 @@ class HookHandler:
             config = self.config.guard_config()
             config = replace(config, allow_repeat_tools=(*config.allow_repeat_tools, TURN_END))
             embedder = LazyEmbedder(config.embedder)
+            budgets = None
+            if self.config.budgets is not None:
+                from antiloop.budgets import Budgets
+
+                budgets = Budgets.from_mapping(self.config.budgets, self.config.source or "config")
             self._guard = Guard(
                 hook_detector(config, embedder),
                 config=config,
@@ -195,6 +200,7 @@ class HookHandler:
                 store=store,
                 on_store_error="allow",
                 clock=self.clock,
+                budgets=budgets,
             )
         return self._guard
 
@@ -240,6 +246,10 @@ class HookHandler:
             return Outcome(
                 "deny", _loop_text(verdict, refused=True), fingerprint=verdict.fingerprint
             )
+        if self.config.budgets is not None:
+            asked = self._budget_check_in(event)
+            if asked is not None:
+                return asked
         if self.config.approval == "off":
             return PASS
         decision = self.config.approval_policy().decide(tool, event.args, cwd=event.cwd)
@@ -267,6 +277,7 @@ class HookHandler:
         from antiloop.events import Step, step_id
 
         states = {p: file_state(p, event.cwd) for p in event.files}
+        tokens_in, tokens_out, cost = self._usage(event)
         step = Step(
             tool=event.tool or "",
             args=event.args,
@@ -278,6 +289,9 @@ class HookHandler:
             file_states=states,
             cwd=event.cwd,
             id=step_id(event.detail.get("tool_use_id")),  # a call delivered twice is judged once
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=cost,
         )
         verdict = self.guard.record(step)
         outcome = self._after(verdict, event)
@@ -287,6 +301,31 @@ class HookHandler:
                 return Outcome("context", feedback)
         return outcome
 
+    def _budget_check_in(self, event: HookEvent) -> Outcome | None:
+        """A passed soft budget: the host's prompt asks the person before the next call."""
+        from antiloop.budgets import take_pending
+
+        if _quiet(event.permission_mode, "budget") or event.attended is False:
+            return None  # nobody would see the prompt: the run goes on to its hard limit
+        reason = take_pending(self.guard.store, event.session)
+        if reason is None:
+            return None
+        self._audit("check", event, detail={"decision": "ask", "rule": "budget:soft"})
+        text = f"antiloop budget: {reason} Allow this call to go on?"
+        return Outcome("ask", text, notice=f"antiloop: {reason}")
+
+    def _usage(self, event: HookEvent) -> tuple[int | None, int | None, float | None]:
+        """The usage of the model turn that made the call, when budgets are on (Claude Code)."""
+        from antiloop.hooks.usage import NO_USAGE, claude_code_usage
+
+        if self.config.budgets is None or event.dialect != "claude-code":
+            return NO_USAGE
+        transcript, call = event.detail.get("transcript_path"), event.detail.get("tool_use_id")
+        return claude_code_usage(
+            transcript if isinstance(transcript, str) else None,
+            call if isinstance(call, str) else None,
+        )
+
     def _after(self, verdict: Verdict, event: HookEvent) -> Outcome:
         from antiloop.verdict import Action
 
@@ -294,7 +333,7 @@ class HookHandler:
         action = verdict.action
         if action is Action.CONTINUE:
             return PASS
-        if action is Action.NUDGE:
+        if action is Action.NUDGE or (action is Action.ASK and verdict.detector == "budget"):
             return Outcome("context", f"antiloop: {verdict.hint or verdict.reason}")
         if action is Action.STOP:
             text = _loop_text(verdict, refused=False)

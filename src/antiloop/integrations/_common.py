@@ -135,8 +135,16 @@ def record_decision(
     args: Mapping[str, Any],
     decision: Decision,
     verdict: Verdict | None = None,
+    channel: str | None = None,
+    rule: str | None = None,
+    asked_at: float | None = None,
 ) -> None:
-    """Put a person's decision in the audit log, when the guard's store keeps one."""
+    """Put a person's decision in the audit log, when the guard's store keeps one.
+
+    The record says how the call was decided: ``channel`` (the framework's own prompt, such
+    as ``langgraph-interrupt``), the ``rule`` that asked (by default the verdict's detector,
+    else ``needs_approval``) and, with ``asked_at``, how long the answer took.
+    """
     sink = getattr(guard.store, "append_audit", None)
     log.info(
         "antiloop: %s %s %s in session %s",
@@ -147,19 +155,27 @@ def record_decision(
     )
     if sink is None:
         return
+    now = guard.clock()
+    if rule is None:
+        rule = f"verdict:{verdict.detector}" if verdict and verdict.detector else "needs_approval"
     sink(
         AuditEvent(
             kind="approval",
             session=session_of(guard, session),
-            at=guard.clock(),
+            at=now,
             agent=agent,
             tool=tool,
             args=args,
             verdict=verdict,
             detail={
                 "approved": decision.approved,
+                "status": "approved" if decision.approved else "denied",
                 "comment": decision.comment,
                 "decided_by": decision.by,
+                "channel": channel,
+                "rule": rule,
+                "asked_at": asked_at,
+                "waited_s": None if asked_at is None else round(max(0.0, now - asked_at), 3),
             },
         )
     )

@@ -78,6 +78,7 @@ class AntiloopTermination(TerminationCondition):
         self._terminated = False
         self._refused: Verdict | None = None
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._usage: dict[str, tuple[int, int]] = {}  # first call id -> its turn's tokens
 
     def __repr__(self) -> str:
         return f"AntiloopTermination({self.guard!r}, session={self.session!r})"
@@ -99,11 +100,20 @@ class AntiloopTermination(TerminationCondition):
             if isinstance(message, ToolCallRequestEvent):
                 for call in message.content:
                     self._calls[call.id] = (call.name, parse_args(call.arguments))
+                usage = message.models_usage  # the model turn that made the calls: charged once
+                if usage is not None and message.content:
+                    self._usage[message.content[0].id] = (
+                        usage.prompt_tokens,
+                        usage.completion_tokens,
+                    )
                 while len(self._calls) > _KEPT_CALLS:
                     del self._calls[next(iter(self._calls))]
+                while len(self._usage) > _KEPT_CALLS:
+                    del self._usage[next(iter(self._usage))]
             elif isinstance(message, ToolCallExecutionEvent):
                 for result in message.content:
                     name, args = self._calls.pop(result.call_id, (result.name, {}))
+                    tokens_in, tokens_out = self._usage.pop(result.call_id, (None, None))
                     verdict = self.guard.record(
                         self.guard.step(
                             name,
@@ -112,6 +122,8 @@ class AntiloopTermination(TerminationCondition):
                             agent=message.source,
                             output=None if result.is_error else result.content,
                             error=result.content if result.is_error else None,
+                            tokens_in=tokens_in,
+                            tokens_out=tokens_out,
                         )
                     )
                     if verdict.action is Action.ASK:
@@ -144,6 +156,7 @@ class AntiloopTermination(TerminationCondition):
             tool=ask.detector or "ask",
             args={},
             decision=decision,
+            channel="autogen",
             verdict=refusal or ask,
         )
         self._refused = refusal

@@ -56,6 +56,8 @@ class _Call:
     args: dict[str, Any]
     call_id: str
     session: str | None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
 
 
 class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
@@ -135,11 +137,15 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
         tool_call = request.tool_call
         args = tool_call.get("args") or {}
         info = getattr(request.runtime, "execution_info", None)
+        call_id = str(tool_call.get("id") or "")
+        tokens_in, tokens_out = _usage(request.state, call_id)
         return _Call(
             tool=str(tool_call["name"]),
             args=dict(args) if isinstance(args, Mapping) else {"input": args},
-            call_id=str(tool_call.get("id") or ""),
+            call_id=call_id,
             session=self.session or getattr(info, "thread_id", None),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
         )
 
     def _before(self, call: _Call) -> ToolMessage | None:
@@ -169,6 +175,7 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 tool=call.tool,
                 args=call.args,
                 decision=decision,
+                channel="langgraph-interrupt",
                 verdict=refusal,
             )
             if refusal is not None:
@@ -188,6 +195,8 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 agent=self.agent,
                 output=None if failed else text,
                 error=text if failed else None,
+                tokens_in=call.tokens_in,
+                tokens_out=call.tokens_out,
             )
         )
         if verdict.action >= Action.BLOCK:
@@ -245,6 +254,7 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
             tool=ask.detector or "ask",
             args={},
             decision=decision,
+            channel="langgraph-interrupt",
             verdict=ask,
         )
         if decision.approved:
@@ -265,6 +275,25 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     def _key(self, session: str | None) -> str:
         return session_of(self.guard, session)
+
+
+def _usage(state: object, call_id: str) -> tuple[int | None, int | None]:
+    """The ``usage_metadata`` of the model message that made the call, on its first call only.
+
+    A message's tokens are charged once: its other tool calls carry none.
+    """
+    messages = state.get("messages") if isinstance(state, Mapping) else None
+    for message in reversed(messages or ()):
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            continue
+        ids = [str(c.get("id") or "") for c in message.tool_calls]
+        if call_id not in ids:
+            continue
+        usage = message.usage_metadata
+        if ids[0] != call_id or not usage:
+            return None, None
+        return usage.get("input_tokens"), usage.get("output_tokens")
+    return None, None
 
 
 def _refusal(call: _Call, verdict: Verdict) -> ToolMessage:

@@ -16,9 +16,21 @@ exceptions:
 
 Everything else (initialize, lists, resources, prompts, notifications, the server's own
 requests to the client) passes through unchanged. The proxy speaks the wire protocol (MCP
-stdio: one JSON-RPC message per line, revisions 2024-11-05 to 2025-11-25) with the standard
-library only, so it does not depend on the ``mcp`` package; the ``mcp`` extra (``mcp>=1.26,<2``)
-is for the example server and client.
+stdio: one JSON-RPC message per line, revisions 2024-11-05 to 2025-11-25, the newest the
+``mcp`` package implements) with the standard library only, so it does not depend on the
+``mcp`` package; the ``mcp`` extra (``mcp>=1.26,<2``) is for the example server and client.
+
+JSON-RPC batches exist in revision 2025-03-26 only (2025-06-18 removed them). Under it a
+client's batch is taken apart: each call is guarded as if it came alone, the messages go to
+the server one by one (many servers take no batches), and the answers go back as one batch.
+Under any other revision a batch is answered ``-32600 Invalid Request`` and nothing of it
+reaches the server, so no call slips past the guard inside an array.
+
+With ``trust_annotations`` (the config marks the server trusted) the tools' annotations of
+``tools/list`` (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``)
+give the approval policy its risk tier (``antiloop.approval.policy.ToolHints``, the spec's
+defaults for a hint left out); otherwise they are never read. They never change the loop
+rule: a repeat still needs the same result, whatever ``idempotentHint`` says.
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from antiloop.approval.policy import ApprovalPolicy as Policy
+from antiloop.approval.policy import ToolHints
 from antiloop.config import GuardConfig
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
@@ -74,6 +88,8 @@ APPROVAL_SCHEMA: dict[str, Any] = {
     "required": ["approve"],
 }
 _META_KEY = "antiloop/verdict"
+BATCH_VERSIONS = frozenset({"2025-03-26"})
+"""The MCP revisions that have JSON-RPC batches (2025-06-18 removed them)."""
 
 
 def name_policy(ask: Sequence[str] = (), deny: Sequence[str] = ()) -> ApprovalPolicy:
@@ -101,6 +117,14 @@ class _Waiter:
     answer: dict[str, Any] | None = None
 
 
+@dataclass
+class _Batch:
+    """The answers of one client batch, sent together once every request has its answer."""
+
+    waiting: set[str]
+    replies: list[Any] = field(default_factory=list)
+
+
 @dataclass(frozen=True, slots=True)
 class _Call:
     id: Any
@@ -117,7 +141,9 @@ class McpProxy:
         session: the antiloop session; a new id per proxy by default.
         agent: the agent name in fingerprints.
         needs_approval: ``(tool, args) -> bool | "allow" | "ask" | "deny"`` (see
-            ``ApprovalPolicy``), for example ``name_policy(ask=["delete_*"])``.
+            ``ApprovalPolicy``), for example ``name_policy(ask=["delete_*"])``, or an
+            ``antiloop.approval.ApprovalPolicy`` (which reads trusted annotations).
+        trust_annotations: the server is trusted: its tools' annotations inform the policy.
         approval_timeout: seconds to wait for a person's answer; no answer refuses the call
             (None waits for ever).
         client_in: where the client's messages come from (the proxy's stdin by default).
@@ -133,12 +159,13 @@ class McpProxy:
         *,
         session: str | None = None,
         agent: str = "mcp",
-        needs_approval: ApprovalPolicy | None = None,
+        needs_approval: ApprovalPolicy | Policy | None = None,
         approval_timeout: float | None = 300.0,
         client_in: IO[bytes] | None = None,
         client_out: IO[bytes] | None = None,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        trust_annotations: bool = False,
     ) -> None:
         if not command:
             raise ValueError("the MCP server command is empty")
@@ -154,6 +181,10 @@ class McpProxy:
         self.cwd = cwd
         self.client_capabilities: dict[str, Any] = {}
         self.protocol_version = ""
+        self.trust_annotations = trust_annotations
+        self.hints: dict[str, ToolHints] = {}  # by tool name, from a trusted server only
+        self._asked: dict[str, str] = {}  # request key -> "initialize" | "tools/list"
+        self._batches: dict[str, _Batch] = {}
         self._server: subprocess.Popen[bytes] | None = None
         self._to_client = threading.Lock()
         self._to_server = threading.Lock()
@@ -217,10 +248,38 @@ class McpProxy:
     # -- client -> server --------------------------------------------------------------------
 
     def _from_client(self, line: bytes) -> None:
-        message = _decode(line)
-        if message is None:
+        try:
+            decoded = json.loads(line)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, list):
+            self._client_batch(decoded)
+            return
+        if not isinstance(decoded, dict):
             self._send_server(line)
             return
+        self._dispatch(decoded, line)
+
+    def _client_batch(self, items: list[Any]) -> None:
+        """A client's batch: refused unless the revision has batches, else taken apart."""
+        if self.protocol_version not in BATCH_VERSIONS or not items:
+            said = f"MCP {self.protocol_version}" if self.protocol_version else "this session"
+            why = f"{said} has no JSON-RPC batches" if items else "an empty batch"
+            self._send_client(_invalid(why))
+            return
+        messages = [m for m in items if isinstance(m, dict)]
+        for _ in range(len(items) - len(messages)):
+            self._send_client(_invalid("a batch element is no JSON-RPC message"))
+        keys = {_key(m["id"]) for m in messages if "method" in m and "id" in m}
+        if keys:
+            batch = _Batch(set(keys))
+            with self._state:
+                for key in keys:
+                    self._batches[key] = batch
+        for message in messages:
+            self._dispatch(message, _encode(message))
+
+    def _dispatch(self, message: dict[str, Any], line: bytes) -> None:
         method = message.get("method")
         if method is None and "id" in message:
             waiter = self._waiters.get(_key(message["id"]))
@@ -233,6 +292,10 @@ class McpProxy:
             capabilities = params.get("capabilities")
             self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
             self.protocol_version = str(params.get("protocolVersion") or "")
+            if "id" in message:
+                self._asked[_key(message["id"])] = "initialize"
+        elif method == "tools/list" and "id" in message and self.trust_annotations:
+            self._asked[_key(message["id"])] = "tools/list"
         elif method == "tools/call" and "id" in message:
             self._tool_call(message, line)
             return
@@ -247,13 +310,21 @@ class McpProxy:
         if verdict.action >= Action.BLOCK:
             self._refuse(call, verdict)
             return
-        need = approval_needed(self.needs_approval, call.tool, call.args)
+        need = self._approval(call)
         if need == "deny":
             self._refuse(call, denied(call.tool, Decision(False, "refused by policy", "policy")))
         elif need == "ask":
             threading.Thread(target=self._approve_call, args=(call, line), daemon=True).start()
         else:
             self._forward(call, line)
+
+    def _approval(self, call: _Call) -> str:
+        """``allow``, ``ask`` or ``deny``: the policy, told the tool's hints when trusted."""
+        policy = self.needs_approval
+        if isinstance(policy, Policy):
+            hints = self.hints.get(call.tool, ToolHints()) if self.trust_annotations else None
+            return policy.decide(call.tool, call.args, hints=hints).decision
+        return approval_needed(policy, call.tool, call.args)
 
     def _forward(self, call: _Call, line: bytes) -> None:
         with self._state:
@@ -262,6 +333,7 @@ class McpProxy:
 
     def _approve_call(self, call: _Call, line: bytes) -> None:
         args = json.dumps(call.args, ensure_ascii=False, sort_keys=True)
+        asked_at = self.guard.clock()
         decision = self._ask(f"The agent wants to run {call.tool} {args}. Allow it?")
         refusal = None if decision.approved else denied(call.tool, decision)
         record_decision(
@@ -271,7 +343,9 @@ class McpProxy:
             tool=call.tool,
             args=call.args,
             decision=decision,
+            channel="mcp-elicitation",
             verdict=refusal,
+            asked_at=asked_at,
         )
         if refusal is None:
             self._forward(call, line)
@@ -285,10 +359,26 @@ class McpProxy:
         if message is not None and "method" not in message and "id" in message:
             with self._state:
                 call = self._calls.pop(_key(message["id"]), None)
+                asked = self._asked.pop(_key(message["id"]), None) if self._asked else None
+            if asked is not None:
+                self._learn(asked, message.get("result"))
             if call is not None:
                 self._tool_result(call, message, line)
                 return
         self._send_client(line)
+
+    def _learn(self, asked: str, result: object) -> None:
+        """The negotiated revision (the server's answer), and a trusted server's tool hints."""
+        if not isinstance(result, dict):
+            return
+        if asked == "initialize":
+            version = result.get("protocolVersion")
+            if isinstance(version, str) and version:
+                self.protocol_version = version
+            return
+        for tool in result.get("tools") or ():
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                self.hints[tool["name"]] = ToolHints.from_annotations(tool.get("annotations"))
 
     def _tool_result(self, call: _Call, message: dict[str, Any], line: bytes) -> None:
         result = message.get("result")
@@ -322,6 +412,7 @@ class McpProxy:
             self._send_client(line)
 
     def _approve_result(self, call: _Call, message: dict[str, Any], verdict: Verdict) -> None:
+        asked_at = self.guard.clock()
         decision = self._ask(f"{verdict.reason} Let the agent go on?")
         refusal = None if decision.approved else denied(call.tool, decision)
         record_decision(
@@ -331,7 +422,9 @@ class McpProxy:
             tool=call.tool,
             args=call.args,
             decision=decision,
+            channel="mcp-elicitation",
             verdict=refusal or verdict,
+            asked_at=asked_at,
         )
         result = message.get("result")
         if refusal is not None:
@@ -405,6 +498,18 @@ class McpProxy:
         out = self.client_out
         if out is None:  # pragma: no cover - run() sets it
             return
+        if self._batches:
+            data = _decode(message) if isinstance(message, bytes) else message
+            if data is not None and "method" not in data and "id" in data:
+                with self._state:
+                    batch = self._batches.pop(_key(data["id"]), None)
+                    if batch is not None:
+                        batch.replies.append(dict(data))
+                        batch.waiting.discard(_key(data["id"]))
+                        if batch.waiting:
+                            return  # the batch's other answers are still to come
+                if batch is not None:
+                    message = json.dumps(batch.replies, ensure_ascii=False).encode()
         with self._to_client:
             try:
                 out.write(_encode(message))
@@ -430,6 +535,14 @@ def _decode(line: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     return message if isinstance(message, dict) else None
+
+
+def _invalid(why: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32600, "message": f"Invalid Request: {why}"},
+    }
 
 
 def _encode(message: bytes | Mapping[str, Any]) -> bytes:

@@ -64,6 +64,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "openai-agents", "openai-agents", "antiloop.integrations.openai_agents"
     ) from exc
 
+_RUNS_KEPT = 64  # runs whose usage is followed at once
+
 __all__ = ["AntiloopGuardrails", "AntiloopRunHooks", "Decision"]
 
 #: ``decide(tool, args)`` answers a pending approval: a bool, a ``Decision`` or a mapping
@@ -117,6 +119,7 @@ class AntiloopGuardrails:
         )
         self.hooks = AntiloopRunHooks(self)
         self._recorded: set[str] = set()
+        self._charged: dict[int, tuple[object, int, int]] = {}  # run usage -> tokens charged
 
     def __repr__(self) -> str:
         return f"AntiloopGuardrails({self.guard!r}, on_stop={self.on_stop!r})"
@@ -178,6 +181,7 @@ class AntiloopGuardrails:
         return ToolGuardrailFunctionOutput.allow(info if verdict.fired else None)
 
     def _record(self, context: ToolContext[Any], agent: str, output: object) -> Verdict:
+        tokens_in, tokens_out = self._usage(context)
         return self.guard.record(
             self.guard.step(
                 context.tool_name,
@@ -185,8 +189,35 @@ class AntiloopGuardrails:
                 session=session_of(self.guard, self.session),
                 agent=agent,
                 output=as_text(output),
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
             )
         )
+
+    def _usage(self, context: ToolContext[Any]) -> tuple[int | None, int | None]:
+        """The run's tokens since the last recorded call (the SDK's ``context.usage`` sums them).
+
+        The model turn that made a call is charged to the first call recorded after it; the
+        others of that turn carry none.
+        """
+        usage = getattr(context, "usage", None)
+        now_in, now_out = (
+            getattr(usage, "input_tokens", None),
+            getattr(usage, "output_tokens", None),
+        )
+        if not isinstance(now_in, int) or not isinstance(now_out, int):
+            return None, None
+        charged = self._charged
+        seen = charged.get(id(usage))
+        was_in, was_out = (seen[1], seen[2]) if seen is not None and seen[0] is usage else (0, 0)
+        charged.pop(id(usage), None)
+        charged[id(usage)] = (usage, now_in, now_out)  # the object is kept: its id stays its own
+        while len(charged) > _RUNS_KEPT:
+            del charged[next(iter(charged))]
+        spent_in, spent_out = max(0, now_in - was_in), max(0, now_out - was_out)
+        if not spent_in and not spent_out:
+            return None, None
+        return spent_in, spent_out
 
     # -- approvals -------------------------------------------------------------------------
 
@@ -216,6 +247,7 @@ class AntiloopGuardrails:
             args=args,
             decision=decision,
             verdict=refusal,
+            channel="agents-sdk-interruption",
         )
         if refusal is None:
             state.approve(item)

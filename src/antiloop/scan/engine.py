@@ -110,6 +110,27 @@ class Waste:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """What some steps of a run spent (all of them, or those inside its loops).
+
+    Attributes:
+        steps: how many steps.
+        input_tokens: their prompt tokens, or None when the format records none.
+        output_tokens: their completion tokens, or None when the format records none.
+        cost_usd: their cost in dollars, or None when the format records none.
+    """
+
+    steps: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The usage as the ``--json`` output writes it."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
 class StepView:
     """What the HTML timeline shows of one step.
 
@@ -137,6 +158,8 @@ class RunScan:
         steps: the number of steps.
         loops: the loops found, in the order of their first step.
         waste: what the run spent after its first loop point.
+        spend: what the whole run spent.
+        loop_spend: what the steps inside its loops (their evidence) spent.
         cost_recorded: the format records tokens or cost per step.
         views: per step, what a timeline shows (empty unless asked for).
         problems: things the reader could not read.
@@ -148,6 +171,8 @@ class RunScan:
     steps: int
     loops: tuple[Loop, ...]
     waste: Waste
+    spend: Usage = Usage()
+    loop_spend: Usage = Usage()
     cost_recorded: bool = False
     views: tuple[StepView, ...] = ()
     problems: tuple[str, ...] = ()
@@ -166,6 +191,8 @@ class RunScan:
             "steps": self.steps,
             "loops": [loop.to_json() for loop in self.loops],
             "waste": self.waste.to_json(),
+            "spend": self.spend.to_json(),
+            "loop_spend": self.loop_spend.to_json(),
         }
 
 
@@ -352,6 +379,32 @@ def waste_of(run_steps: int, costs: Sequence[StepCost], loops: Sequence[Loop]) -
     )
 
 
+def usage_of(
+    run_steps: int, costs: Sequence[StepCost], steps: Iterable[int] | None = None
+) -> Usage:
+    """What the given steps of a run (every step by default) spent.
+
+    Args:
+        run_steps: the number of steps in the run.
+        costs: per-step usage (``Run.costs``), or empty when the format records none.
+        steps: the 0-based step indices to count; None for all of them.
+    """
+    chosen = range(run_steps) if steps is None else sorted(set(steps))
+    picked = [costs[i] for i in chosen if i < len(costs)]
+    zero = _zero_waste(costs)
+    return Usage(
+        steps=len(chosen),
+        input_tokens=_add(zero.input_tokens, (c.input_tokens for c in picked)),
+        output_tokens=_add(zero.output_tokens, (c.output_tokens for c in picked)),
+        cost_usd=_add(zero.cost_usd, (c.cost_usd for c in picked)),
+    )
+
+
+def loop_steps(loops: Sequence[Loop]) -> set[int]:
+    """The steps inside a run's loops: their evidence (a step budget is no loop)."""
+    return {i for loop in loops if loop.detector != "max-steps" for i in loop.evidence}
+
+
 def _zero_waste(costs: Sequence[StepCost]) -> Waste:
     return Waste(
         input_tokens=0 if any(c.input_tokens is not None for c in costs) else None,
@@ -427,6 +480,8 @@ class Scanner:
             steps=len(steps),
             loops=loops,
             waste=waste_of(len(steps), run.costs, loops),
+            spend=usage_of(len(steps), run.costs),
+            loop_spend=usage_of(len(steps), run.costs, loop_steps(loops)),
             cost_recorded=bool(run.costs),
             views=tuple(views) if views is not None else (),
             problems=run.problems,

@@ -18,7 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from antiloop.scan.engine import RunScan
-from antiloop.scan.summary import Summary, ranges, run_waste_text, unreadable_name, waste_text
+from antiloop.scan.summary import (
+    Summary,
+    ranges,
+    run_waste_text,
+    unreadable_name,
+    usage_text,
+    waste_text,
+)
 
 OPERATION_COLOURS = {
     "read": "#4e79a7",
@@ -318,6 +325,9 @@ def _cards(summary: Summary) -> str:
         cards.append(("wasted tokens", f"{tokens:,}"))
     if summary.waste_cost_usd is not None:
         cards.append(("wasted cost", f"${summary.waste_cost_usd:,.2f}"))
+    if summary.spend.input_tokens is not None or summary.spend.cost_usd is not None:
+        cards.append(("spend", usage_text(summary.spend)))
+        cards.append(("spent inside loops", usage_text(summary.loop_spend)))
     body = "".join(f"<div class='card'><b>{_esc(v)}</b>{_esc(k)}</div>" for k, v in cards)
     return f"<div class='cards' id='cards'>{body}</div>"
 

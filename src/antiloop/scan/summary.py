@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from antiloop.scan.engine import RunScan, Unreadable, Waste
+from antiloop.scan.engine import RunScan, Unreadable, Usage, Waste
 
 TOP_FINGERPRINTS = 10
 UNREADABLE_LISTED = 10
@@ -37,6 +37,10 @@ class Summary:
     waste_input_tokens: int | None = None
     waste_output_tokens: int | None = None
     waste_cost_usd: float | None = None
+    spend: Usage = field(default_factory=Usage)
+    """What every run spent, where the formats record it."""
+    loop_spend: Usage = field(default_factory=Usage)
+    """What the steps inside loops spent."""
     unreadable: list[Unreadable] = field(default_factory=list)
     _last_file: str | None = None
 
@@ -68,6 +72,8 @@ class Summary:
             self.waste_output_tokens = (self.waste_output_tokens or 0) + waste.output_tokens
         if waste.cost_usd is not None:
             self.waste_cost_usd = (self.waste_cost_usd or 0.0) + waste.cost_usd
+        self.spend = _plus(self.spend, item.spend)
+        self.loop_spend = _plus(self.loop_spend, item.loop_spend)
 
     def top_fingerprints(self, n: int = TOP_FINGERPRINTS) -> list[tuple[str, int]]:
         """The ``n`` fingerprints found in the most runs, with their run counts."""
@@ -95,6 +101,8 @@ class Summary:
                 "output_tokens": self.waste_output_tokens,
                 "cost_usd": None if self.waste_cost_usd is None else round(self.waste_cost_usd, 6),
             },
+            "spend": _rounded(self.spend),
+            "loop_spend": _rounded(self.loop_spend),
         }
 
     def text(self) -> str:
@@ -111,6 +119,10 @@ class Summary:
             + (f"; by kind: {kinds}" if kinds else "")
         )
         lines.append(f"Waste after the first loop point: {waste_text(self)}.")
+        if _recorded(self.spend):
+            lines.append(
+                f"Spend: {usage_text(self.spend)}; inside loops: {usage_text(self.loop_spend)}."
+            )
         top = self.top_fingerprints(5)
         if top:
             lines.append("Most common fingerprints (runs):")
@@ -124,6 +136,39 @@ class Summary:
             if more > 0:
                 lines.append(f"  and {more} more")
         return "\n".join(lines)
+
+
+def _plus(a: Usage, b: Usage) -> Usage:
+    def add(x: Any, y: Any) -> Any:
+        return y if x is None else x if y is None else x + y
+
+    return Usage(
+        a.steps + b.steps,
+        add(a.input_tokens, b.input_tokens),
+        add(a.output_tokens, b.output_tokens),
+        add(a.cost_usd, b.cost_usd),
+    )
+
+
+def _rounded(usage: Usage) -> dict[str, Any]:
+    out = usage.to_json()
+    if usage.cost_usd is not None:
+        out["cost_usd"] = round(usage.cost_usd, 6)
+    return out
+
+
+def _recorded(usage: Usage) -> bool:
+    return any(v is not None for v in (usage.input_tokens, usage.output_tokens, usage.cost_usd))
+
+
+def usage_text(usage: Usage) -> str:
+    """``N steps, N tokens, $N`` for the parts that are recorded."""
+    parts = [f"{usage.steps} steps"]
+    if usage.input_tokens is not None or usage.output_tokens is not None:
+        parts.append(f"{(usage.input_tokens or 0) + (usage.output_tokens or 0):,} tokens")
+    if usage.cost_usd is not None:
+        parts.append(f"${usage.cost_usd:,.2f}")
+    return ", ".join(parts)
 
 
 def unreadable_name(item: Unreadable) -> str:

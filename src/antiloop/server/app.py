@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, is_dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -44,6 +44,7 @@ from antiloop.approval import (
     verdict_of,
 )
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
+from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
 from antiloop.errors import BadStep, ChannelError, StoreError
 from antiloop.events import MAX_DEPTH, Step, nesting_depth, step_from_dict
@@ -180,6 +181,7 @@ class Service:
         clock: Callable[[], float] = time.time,
         tokens: Mapping[str, str] | None = None,
         limits: Limits | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         if not token:
             raise ValueError("the service needs a token")
@@ -188,7 +190,9 @@ class Service:
         self._identities = [(f"Bearer {t}".encode(), name) for name, t in (tokens or {}).items()]
         if any(not name.strip() or len(t) < 8 for name, t in (tokens or {}).items()):
             raise ValueError("each named token needs a name and at least 8 characters")
-        self.guard = Guard(config=config or GuardConfig(embedder="ngram"), store=store)
+        self.guard = Guard(
+            config=config or GuardConfig(embedder="ngram"), store=store, budgets=budgets
+        )
         self.store = self.guard.store
         self.approvals = Approvals(self.store, policy, channels or [], clock=clock, wait=False)
         self.ledger = self.approvals.ledger
@@ -713,7 +717,7 @@ def create_app(service: Service) -> Starlette:
         # The voter is who the token belongs to; a "by" in the body is not believed.
         return await service.call(_decide, request.path_params["id"], body, request.state.identity)
 
-    def _decide(id: str, body: Any, by: str) -> Response:
+    def _decide(id: str, body: Any, by: str, channel: str = "web") -> Response:
         if not isinstance(body, dict):
             return _error(400, "expected {'decision': 'approve'|'deny', 'comment': ...}")
         decision = body.get("decision")
@@ -729,7 +733,7 @@ def create_app(service: Service) -> Starlette:
         else:
             return _error(400, "'decision' must be approve, deny or edit (with 'args')")
         try:
-            decided = service.approvals.answer(id, answer)
+            decided = service.approvals.answer(id, replace(answer, channel=channel))
         except KeyError:
             return _error(404, "no such approval request")
         return _redacted({**decided.to_dict(), "votes": sorted(service.approvals.votes(id))})
@@ -756,7 +760,7 @@ def create_app(service: Service) -> Starlette:
         # The relay signed the body: its "by" is the user the relay authenticated.
         user = data.get("by")
         by = user if isinstance(user, str) and user.strip() else "webhook"
-        return await service.call(_decide, id, data, by)
+        return await service.call(_decide, id, data, by, "webhook")
 
     async def events(request: Request) -> Response:
         queue = service.hub.subscribe()

@@ -11,7 +11,9 @@ The bytes are one format byte (the version, now 2) and then nested tuples of pla
 written with ``marshal`` format 4 (strings, ints, floats, bools, None, bytes: no code,
 nothing executable; five times faster than JSON here, and read by every Python 3 since 3.4)::
 
-    (steps, goal, goal_vector, ((agent, stream), ...), ended, ((step_id, verdict), ...))
+    (steps, goal, goal_vector, ((agent, stream), ...), ended, ((step_id, verdict), ...), spend)
+
+(``spend``, ``((key, usage), ...)`` or None, is the budgets' spend: newer, optional when read.)
 
 A stream is ``(window_len, (step, ...), messages_len, (message, ...), run, fail_tool,
 fails, fail_steps, blanks, ((digest, fingerprint), ...), fail_errors, chains)``; the last
@@ -277,6 +279,7 @@ def encode_state(state: SessionState) -> bytes:
         tuple([(agent, _stream_bytes(s)) for agent, s in state.streams.items()]),
         None if ended is None else _verdict_out(ended),
         _seen_out(state.seen),
+        None if state.spend is None else tuple(state.spend.items()),
     )
     try:
         return _HEADER + marshal.dumps(data, _MARSHAL)
@@ -312,6 +315,7 @@ def decode_state(data: bytes | bytearray | memoryview) -> SessionState:
             {agent: _stream_in(s) for agent, s in streams},
             None if ended is None else _verdict_in(ended),
             _seen_in(more[0]) if more else {},
+            dict(more[1]) if len(more) > 1 and more[1] is not None else None,
         )
     except (ValueError, TypeError, IndexError, KeyError, AttributeError, EOFError) as exc:
         raise StoreError(f"a stored session state (version {version}) is damaged: {exc}") from exc

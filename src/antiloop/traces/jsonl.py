@@ -2,7 +2,8 @@
 
 Blank lines are skipped. A line that is no step (bad JSON, no ``tool``, ...) is reported in
 ``Run.problems`` as ``line N: <reason>`` (N counts every physical line from 1) and the steps
-around it still count.
+around it still count. The steps' usage (``tokens_in``, ``tokens_out``, ``cost_usd``) is the
+run's ``costs`` when any step carries it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 
 from antiloop.errors import BadStep
 from antiloop.events import Step, parse_line, step_from_dict
-from antiloop.traces._base import Run, Source
+from antiloop.traces._base import Run, Source, StepCost
 
 
 def read_jsonl(source: Source) -> Iterator[Run]:
@@ -32,10 +33,13 @@ def read_jsonl(source: Source) -> Iterator[Run]:
                 steps.append(parse_line(line))
             except BadStep as exc:
                 problems.append(f"line {number}: {exc}")
+    costs = tuple(StepCost(s.tokens_in, s.tokens_out, s.cost_usd) for s in steps)
+    recorded = any(c != StepCost() for c in costs)
     yield Run(
         file=str(source.path),
         record=None,
         format="jsonl",
         steps=tuple(steps),
+        costs=costs if recorded else (),
         problems=tuple(problems),
     )
