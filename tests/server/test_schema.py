@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from fastapi.routing import APIRoute
 
 from antiloop import GuardConfig
@@ -70,3 +73,13 @@ def test_validation_errors_are_one_line_400s() -> None:
         plain = client.post("/v1/steps", content=b"{}", headers={"Content-Type": "text/plain"})
         assert plain.status_code == 415
         assert client.get("/v1/nowhere").json() == {"error": "Not Found"}
+
+
+def test_the_hook_path_and_the_package_do_not_import_the_web_framework() -> None:
+    """Importing antiloop, the hook client or the hook handler loads no web framework."""
+    code = (
+        "import sys, antiloop, antiloop.hooks, antiloop._hook_client, antiloop.hooks.handler\n"
+        "print(sorted(m for m in ('fastapi', 'pydantic', 'starlette') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
