@@ -66,8 +66,9 @@ def test_validation_errors_are_one_line_400s() -> None:
             400,
             {"error": "'paths': input should be a valid list"},
         )
-        missing = client.post("/v1/sessions/s/feedback")
-        assert (missing.status_code, missing.json()) == (400, {"error": "the body is missing"})
+        for path in ("/v1/sessions/s/feedback", "/v1/steps"):
+            missing = client.post(path)
+            assert (missing.status_code, missing.json()) == (400, {"error": "the body is missing"})
         limit = client.get("/v1/sessions?limit=0")
         assert limit.json() == {"error": "'limit' must be a whole number from 1 to 1000"}
         plain = client.post("/v1/steps", content=b"{}", headers={"Content-Type": "text/plain"})
