@@ -44,7 +44,7 @@ from antiloop.guard import Guard
 from antiloop.redact import redact_text, redact_value
 from antiloop.server.limits import Limits, StoreCalls
 from antiloop.server.routes import api_routes, open_routes, signed_routes
-from antiloop.server.routing import BadRequest, install_errors
+from antiloop.server.routing import BadRequest, documented, install_errors
 from antiloop.server.views import view_routes
 from antiloop.stores import Store
 from antiloop.verdict import Action, Verdict, invalid_wire
@@ -460,15 +460,10 @@ def create_app(service: Service) -> FastAPI:
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
-        """The generated schema, less FastAPI's 422 (validation errors are 400s here)."""
+        """The generated schema, made once (``routing.documented``)."""
         if app.openapi_schema is None:
-            schema = generate()
-            for operations in schema["paths"].values():
-                for operation in operations.values():
-                    operation["responses"].pop("422", None)
-            for name in ("HTTPValidationError", "ValidationError"):
-                schema["components"]["schemas"].pop(name, None)
-        return app.openapi_schema or generate()
+            app.openapi_schema = documented(generate())
+        return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
     for router in (
