@@ -4,6 +4,10 @@ A bounded load client (asyncio, keep-alive connections, a fixed number of reques
 a real ``antiloop serve`` process (uvicorn, one worker) with the SQLite and the Redis store.
 Latency is measured per request, from the first byte sent to the last byte received.
 Targets on a 2-core machine: single steps >= 1,000/s with p99 <= 25 ms; batches >= 10,000 steps/s.
+
+The floor, in the same run: a bare ASGI function on the same uvicorn (httptools, one worker)
+that parses the JSON body and answers a fixed verdict, under the same load; and its start-up
+(spawn to the first ``/healthz`` answer) against ``antiloop serve``'s, interleaved round by round.
 """
 
 from __future__ import annotations
@@ -53,11 +57,40 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _start(store: str) -> tuple[subprocess.Popen[bytes], int]:
+FLOOR_APP = """
+import json, sys, uvicorn
+ANSWER = json.dumps({"index": 0, "action": "continue", "detector": None, "outcome": None,
+    "fingerprint": None, "reason": "", "hint": "", "session": "s", "escalate_to": None}).encode()
+async def app(scope, receive, send):
+    if scope["type"] != "http":
+        return
+    body, more = b"", True
+    while more:
+        message = await receive()
+        body += message.get("body", b"")
+        more = message.get("more_body", False)
+    if body:
+        json.loads(body)
+    await send({"type": "http.response.start", "status": 200,
+        "headers": [(b"content-type", b"application/json"),
+                    (b"content-length", str(len(ANSWER)).encode())]})
+    await send({"type": "http.response.body", "body": ANSWER})
+uvicorn.run(app, port=int(sys.argv[1]), http="httptools", log_level="warning", access_log=False)
+"""
+
+
+def _serve_command(store: str | None, port: int) -> list[str]:
+    """``antiloop serve`` on ``store``, or the floor app for None."""
+    if store is None:
+        return [sys.executable, "-c", FLOOR_APP, str(port)]
+    return [sys.executable, "-m", "antiloop", "serve", "--port", str(port), "--store", store]
+
+
+def _start(store: str | None) -> tuple[subprocess.Popen[bytes], int]:
     port = _free_port()
     env = {**os.environ, "ANTILOOP_TOKEN": TOKEN}
     process = subprocess.Popen(
-        [sys.executable, "-m", "antiloop", "serve", "--port", str(port), "--store", store],
+        _serve_command(store, port),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
@@ -71,10 +104,27 @@ def _start(store: str) -> tuple[subprocess.Popen[bytes], int]:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
                 raise RuntimeError(f"antiloop serve did not start with {store}") from None
-            time.sleep(0.05)
+            time.sleep(0.005)
 
 
-def _request(port: int, body: bytes) -> bytes:
+def _startup(store: str, rounds: int) -> tuple[float, float]:
+    """Median seconds from spawn to the first ``/healthz`` answer: ``antiloop serve``, floor."""
+    ours: list[float] = []
+    floor: list[float] = []
+    for _ in range(rounds):
+        for which, into in ((store, ours), (None, floor)):
+            t0 = time.perf_counter()
+            process, _ = _start(which)
+            into.append(time.perf_counter() - t0)
+            process.terminate()
+            process.wait(timeout=10)
+    return sorted(ours)[rounds // 2], sorted(floor)[rounds // 2]
+
+
+def _request(port: int, body: bytes | None) -> bytes:
+    """A POST /v1/steps with ``body``, or a GET /healthz for None."""
+    if body is None:
+        return f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
     head = (
         f"POST /v1/steps HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
         f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
@@ -107,7 +157,7 @@ async def _connection(
 
 
 async def _load(
-    port: int, bodies: list[bytes], connections: int
+    port: int, bodies: list[bytes | None], connections: int
 ) -> tuple[float, list[float], list[str]]:
     payloads = [_request(port, b) for b in bodies]
     shares = [payloads[i::connections] for i in range(connections)]
@@ -126,18 +176,19 @@ def _quantile(values: list[float], q: float) -> float:
 def _measure(
     port: int, batch: int, requests: int, connections: int, offset: int
 ) -> dict[str, float]:
+    """``requests`` POSTs of ``batch`` steps each (0: GETs of /healthz)."""
     sessions = 500
-    bodies = []
+    bodies: list[bytes | None] = []
     for r in range(requests):
         start = offset + r * batch
         steps = [_step(start + k, sessions) for k in range(batch)]
-        bodies.append(json.dumps(steps[0] if batch == 1 else steps).encode())
+        bodies.append(json.dumps(steps[0] if batch == 1 else steps).encode() if batch else None)
     took, latencies, errors = asyncio.run(_load(port, bodies, connections))
     if errors:
         raise RuntimeError(f"{len(errors)} requests failed, first: {errors[0]}")
     return {
         "requests": requests,
-        "steps_per_s": requests * batch / took,
+        "steps_per_s": requests * max(batch, 1) / took,
         "requests_per_s": requests / took,
         "p50": _quantile(latencies, 0.50),
         "p99": _quantile(latencies, 0.99),
@@ -162,6 +213,25 @@ def _redis_up() -> bool:
         return False
 
 
+def _load_rows(port: int, single_n: int, batch_n: int) -> dict[str, dict[str, float]]:
+    _measure(port, 1, 200, 4, 10_000_000)  # warm-up
+    return {
+        "GET /healthz": _measure(port, 0, single_n, 8, 0),
+        "single": _measure(port, 1, single_n, 8, 0),
+        "batch of 100": _measure(port, 100, batch_n, 4, 1_000_000),
+    }
+
+
+def _met(kind: str, m: dict[str, float]) -> str:
+    if kind == "single":
+        ok = m["steps_per_s"] >= SINGLE_TARGET and m["p99"] <= P99_TARGET_MS
+    elif kind == "batch of 100":
+        ok = m["steps_per_s"] >= BATCH_TARGET
+    else:
+        return "-"
+    return "yes" if ok else "**no**"
+
+
 def run(quick: bool = False) -> str:
     """Run the load and return the markdown section."""
     single_n = 1500 if quick else 6000
@@ -169,49 +239,54 @@ def run(quick: bool = False) -> str:
     rows = []
     notes = []
     with tempfile.TemporaryDirectory() as tmp:
-        stores = [("sqlite", f"sqlite:///{Path(tmp) / 'bench.db'}")]
+        sqlite = f"sqlite:///{Path(tmp) / 'bench.db'}"
+        stores: list[tuple[str, str | None]] = [("floor", None), ("sqlite", sqlite)]
         prefix = f"antiloop-bench-{uuid.uuid4().hex[:8]}"
         if _redis_up():
             stores.append(("redis", f"redis://127.0.0.1:6379/0?prefix={prefix}"))
         else:
             notes.append("Redis was not reachable on 127.0.0.1:6379: its rows are missing.")
+        floor: dict[str, dict[str, float]] = {}
         for name, url in stores:
             process, port = _start(url)
             try:
-                _measure(port, 1, 200, 4, 10_000_000)  # warm-up
-                single = _measure(port, 1, single_n, 8, 0)
-                batch = _measure(port, 100, batch_n, 4, 1_000_000)
+                measured = _load_rows(port, single_n, batch_n)
             finally:
                 process.terminate()
                 process.wait(timeout=10)
                 if name == "redis":
                     _cleanup_redis(prefix)
-            for kind, m, ok in (
-                (
-                    "single",
-                    single,
-                    single["steps_per_s"] >= SINGLE_TARGET and single["p99"] <= P99_TARGET_MS,
-                ),
-                ("batch of 100", batch, batch["steps_per_s"] >= BATCH_TARGET),
-            ):
+            floor = floor or measured
+            for kind, m in measured.items():
+                if kind == "GET /healthz" and name not in ("floor", "sqlite"):
+                    continue  # the store is not touched: once is enough
+                ratio = m["p50"] / floor[kind]["p50"]
                 rows.append(
                     f"| {name} | {kind} | {m['requests']:,} | {m['steps_per_s']:,.0f} | "
                     f"{m['requests_per_s']:,.0f} | {m['p50']:.1f} | {m['p99']:.1f} | "
-                    f"{'yes' if ok else '**no**'} |"
+                    f"{ratio:.2f}x | {_met(kind, m) if name != 'floor' else '-'} |"
                 )
+        up, up_floor = _startup(sqlite, 3 if quick else 7)
     lines = [
         "## serve: POST /v1/steps under load",
         "",
         "A real `antiloop serve` (uvicorn, one worker, default guard config) on loopback; the load "
         "client runs on the same machine (asyncio, keep-alive: 8 connections for single steps, "
         "4 for batches; a fixed number of requests each). 500 sessions, four tools in turn. "
-        "Latency is per request (a batch request carries 100 steps). Targets: single steps "
+        "Latency is per request (a batch request carries 100 steps). The floor is a bare ASGI "
+        "function on the same uvicorn that parses the JSON body and answers a fixed verdict, "
+        "under the same load in the same run. Targets: single steps "
         f">= {SINGLE_TARGET:,.0f} steps/s with p99 <= {P99_TARGET_MS:.0f} ms; batches >= "
         f"{BATCH_TARGET:,.0f} steps/s.",
         "",
-        "| store | request | requests | steps/s | requests/s | p50 ms | p99 ms | target met |",
-        "|---|---|---:|---:|---:|---:|---:|---|",
+        "| server | request | requests | steps/s | requests/s | p50 ms | p99 ms | p50 / floor "
+        "| target met |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|",
         *rows,
+        "",
+        f"Start-up, spawn to the first `/healthz` answer (median of {3 if quick else 7}, "
+        f"interleaved): `antiloop serve` (SQLite) {up * 1000:.0f} ms, the floor "
+        f"{up_floor * 1000:.0f} ms: {up / up_floor:.2f}x.",
     ]
     if notes:
         lines += ["", *notes]

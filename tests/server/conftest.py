@@ -82,7 +82,7 @@ def start_server(tmp: Path, *extra: str, env: dict[str, str] | None = None) -> S
             stderr=subprocess.STDOUT,
             env=environ,
         )
-    deadline = time.monotonic() + 30  # a start-up limit, not a timed assertion
+    deadline = time.monotonic() + 90  # a start-up limit (a loaded machine), not a timed assertion
     server: Server | None = None
     while True:
         if process.poll() is not None:

@@ -17,63 +17,45 @@ import asyncio
 import hmac
 import json
 import logging
-import math
 import os
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import asdict, is_dataclass, replace
-from importlib import resources
+from dataclasses import asdict, is_dataclass
 from typing import Any
 
-from starlette.applications import Starlette
+from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
 
 from antiloop.approval import (
-    Answer,
     ApprovalPolicy,
     ApprovalRequest,
     Approvals,
     ApprovalStatus,
     Channel,
     Verifier,
-    verdict_of,
 )
-from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
-from antiloop.errors import BadStep, ChannelError, StoreError
-from antiloop.events import MAX_DEPTH, Step, nesting_depth, step_from_dict
+from antiloop.errors import BadStep, StoreError
+from antiloop.events import Step, step_from_dict
 from antiloop.guard import Guard
 from antiloop.redact import redact_text, redact_value
-from antiloop.server.limits import (
-    Limits,
-    SlowBody,
-    StoreCalls,
-    StoreTimeout,
-    TooLarge,
-    read_body,
-    too_large,
-)
-from antiloop.server.openapi import schema
+from antiloop.server.limits import Limits, StoreCalls
+from antiloop.server.routes import api_routes, open_routes, signed_routes
+from antiloop.server.routing import BadRequest, documented, install_errors
 from antiloop.server.views import view_routes
 from antiloop.stores import Store
 from antiloop.verdict import Action, Verdict, invalid_wire
 
 log = logging.getLogger("antiloop")
 
-MAX_BATCH = 1000
 DEFAULT_IDENTITY = "dashboard"
 """The identity of the service token's holder."""
 RECENT = 50
 RECENT_SESSIONS = 1000  # sessions whose recent verdicts are kept; the least recent go first
-PAGE = 100  # sessions per page of GET /v1/sessions, unless ?limit= says otherwise
-MAX_PAGE = 1000
-Handler = Callable[[Request], Awaitable[Response]]
 
 
 class RecentVerdicts:
@@ -231,11 +213,11 @@ class Service:
         from antiloop.hooks.events import DIALECTS, BadPayload, normalize, parse_payload
 
         if dialect not in DIALECTS:
-            raise _BadRequest(f"unknown agent {dialect!r} (use {', '.join(DIALECTS)})")
+            raise BadRequest(f"unknown agent {dialect!r} (use {', '.join(DIALECTS)})")
         try:
             event = normalize(dialect, parse_payload(body))
         except BadPayload as exc:
-            raise _BadRequest(str(exc)) from None
+            raise BadRequest(str(exc)) from None
         return None if event.kind == "other" else event
 
     def hook_failed(self, dialect: str, body: bytes, problem: str) -> dict[str, Any]:
@@ -375,6 +357,29 @@ class Service:
             )
         return rows, (offset + limit if more else None)
 
+    def session_detail(self, sid: str) -> dict[str, Any] | None:
+        """One session's state, recent verdicts, audit records and approvals; None if unseen."""
+        state = self.store.peek(sid)
+        audit = getattr(self.store, "audit_records", None)
+        records = _jsonable(list(audit(session=sid))[-200:]) if callable(audit) else None
+        if state is None and not self.recent.get(sid) and not records:
+            return None
+        ended = getattr(state, "ended", None)
+        found = self.ledger.list_approvals(session=sid)
+        return dict(
+            redact_value(
+                {
+                    "session": sid,
+                    "steps": getattr(state, "steps", 0),
+                    "ended": _jsonable(ended) if ended is not None else None,
+                    "stop_requested": self.ledger.stop_requested(sid),
+                    "recent": list(self.recent.get(sid, ()) or ()),
+                    "audit": records,
+                    "approvals": [self.fresh_approval(r).to_dict() for r in found],
+                }
+            )
+        )
+
     def fresh_approval(self, request: ApprovalRequest) -> ApprovalRequest:
         """The request, expired first when it is still pending past its ``expires_at``."""
         expires = request.expires_at
@@ -391,13 +396,6 @@ class Service:
         }
         self.recent[step.session].append(event)
         self.hub.publish("verdict", event)
-
-
-def _finite(text: str) -> bool:
-    try:
-        return math.isfinite(float(text))
-    except ValueError:
-        return True  # not a number: the verifier names it
 
 
 def _with_feedback(verdict: Verdict, texts: list[str]) -> Verdict:
@@ -434,11 +432,6 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _redacted(body: Any) -> JSONResponse:
-    """A JSON response with every string passed through the redactor."""
-    return JSONResponse(redact_value(body))
-
-
 def parse_tokens(text: str) -> dict[str, str]:
     """Named tokens from ``name=token,name=token`` (``ANTILOOP_TOKENS``).
 
@@ -457,353 +450,42 @@ def parse_tokens(text: str) -> dict[str, str]:
     return tokens
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-async def _json(request: Request, limits: Limits) -> Any:
-    body = await read_body(request, limits)
-    deep = f"the body is nested too deeply (steps: at most {MAX_DEPTH} levels)"
-    try:
-        data = json.loads(body)
-    except RecursionError:
-        raise _BadRequest(deep) from None
-    except ValueError as exc:
-        raise _BadRequest(f"the body is not JSON: {exc}") from None
-    # a batch wraps its steps in two more levels ({"steps": [...]})
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and nesting_depth(data) > MAX_DEPTH + 2:
-        raise _BadRequest(deep)
-    return data
-
-
-def _cursor(request: Request) -> tuple[int, int]:
-    """``(limit, offset)`` of ``GET /v1/sessions?limit=&cursor=``."""
-    limit_text = request.query_params.get("limit", str(PAGE))
-    cursor = request.query_params.get("cursor") or "0"
-    if not (limit_text.isascii() and limit_text.isdigit()) or not 1 <= int(limit_text) <= MAX_PAGE:
-        raise _BadRequest(f"'limit' must be an integer from 1 to {MAX_PAGE}")
-    if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 12:
-        raise _BadRequest("'cursor' must be the next_cursor of an earlier page")
-    return int(limit_text), int(cursor)
-
-
-def _optional_str(body: Mapping[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    if value is not None and not isinstance(value, str):
-        raise _BadRequest(f"{key!r} must be a string")
-    return value
-
-
-class _BadRequest(Exception):
-    pass
-
-
-def create_app(service: Service) -> Starlette:
-    """The ASGI application for a service."""
-    limits = service.limits
-
-    def api(handler: Handler, *, auth: bool = True) -> Handler:
-        async def wrapped(request: Request) -> Response:
-            if too_large(request, limits):  # before the token: an upload is refused unread
-                return _error(413, f"the body is larger than {limits.max_body} bytes")
-            if auth:
-                request.state.identity = service.identity(request)
-            if auth and request.state.identity is None:
-                return JSONResponse(
-                    {"error": "missing or wrong token"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-            if request.method == "POST":
-                origin = request.headers.get("origin")
-                host = request.headers.get("host", "")
-                if origin and origin.split("://", 1)[-1] != host:
-                    return _error(403, f"cross-origin request from {origin} refused")
-            try:
-                return await handler(request)
-            except _BadRequest as exc:
-                return _error(400, str(exc))
-            except TooLarge:
-                return _error(413, f"the body is larger than {limits.max_body} bytes")
-            except SlowBody:
-                return _error(408, f"the body did not arrive within {limits.body_timeout:g} s")
-            except (StoreError, StoreTimeout) as exc:
-                log.error("antiloop: %s %s: %s", request.method, request.url.path, exc)
-                return _error(503, f"the store failed: {exc}")
-
-        return wrapped
-
-    async def dashboard(request: Request) -> Response:
-        page = resources.files("antiloop.server").joinpath("dashboard.html").read_text("utf-8")
-        return HTMLResponse(
-            page,
-            headers={
-                "Content-Security-Policy": (
-                    "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-                    "connect-src 'self'; frame-ancestors 'none'; form-action 'none'"
-                ),
-                "X-Frame-Options": "DENY",
-                "Referrer-Policy": "no-referrer",
-                "Cache-Control": "no-store",
-            },
-        )
-
-    async def hook(request: Request) -> Response:
-        body = await read_body(request, limits)
-        dialect = request.path_params["dialect"]
-        try:
-            answer = await service.call(service.hook, dialect, body)
-        except StoreTimeout as exc:  # the hook's own answer to a store that does not answer
-            answer = service.hook_failed(dialect, body, str(exc))
-        return JSONResponse(answer)
-
-    async def health(request: Request) -> Response:
-        return JSONResponse({"ok": True})
-
-    async def openapi(request: Request) -> Response:
-        return JSONResponse(schema())
-
-    async def steps(request: Request) -> Response:
-        body = await _json(request, limits)
-        batch = body.get("steps") if isinstance(body, dict) and "steps" in body else body
-        many = isinstance(batch, list)
-        items: list[Any] = batch if isinstance(batch, list) else [batch]
-        if len(items) > MAX_BATCH:
-            return _error(413, f"at most {MAX_BATCH} steps per request")
-        try:
-            verdicts = await service.call(service.judge_all, items)
-        except StoreTimeout as exc:  # the store hung: each step follows on_store_error
-            verdicts = [service.store_failed(raw, i, exc) for i, raw in enumerate(items)]
-        return JSONResponse({"verdicts": verdicts} if many else verdicts[0])
-
-    async def check(request: Request) -> Response:
-        body = await _json(request, limits)
-        if not isinstance(body, dict) or not isinstance(body.get("tool"), str):
-            return _error(400, "expected {'tool': ..., 'args': {...}, 'session': ...}")
-        args = body.get("args") or {}
-        if not isinstance(args, dict):
-            return _error(400, "'args' must be an object")
-        paths = body.get("paths") or []
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            return _error(400, "'paths' must be a list of strings")
-        session = _optional_str(body, "session") or "default"
-        try:
-            gate = await service.call(
-                service.approvals.gate,
-                service.guard,
-                body["tool"],
-                args,
-                session=session,
-                agent=_optional_str(body, "agent") or "agent",
-                paths=tuple(paths),
-                cwd=_optional_str(body, "cwd"),
-            )
-        except StoreTimeout as exc:  # the store hung: the call follows on_store_error
-            failed = service.guard._store_failed(StoreError(str(exc)), session)
-            return JSONResponse(
-                {**failed.to_wire(0), "hint": failed.hint, "args": args, "approval": None}
-            )
-        verdict = gate.verdict
-        answer = redact_value(
-            {
-                **verdict.to_wire(0),
-                "hint": verdict.hint,
-                "approval": gate.request.to_dict() if gate.request else None,
-            }
-        )
-        answer["args"] = dict(gate.args)  # the caller's own call (or the person's edit), to run
-        return JSONResponse(answer)
-
-    async def sessions(request: Request) -> Response:
-        limit, offset = _cursor(request)
-        rows, after = await service.call(service.session_rows, limit, offset)
-        return JSONResponse(
-            {"sessions": redact_value(rows), "next_cursor": None if after is None else str(after)}
-        )
-
-    def session_detail(sid: str) -> dict[str, Any] | None:
-        state = service.store.peek(sid)
-        audit = getattr(service.store, "audit_records", None)
-        records = _jsonable(list(audit(session=sid))[-200:]) if callable(audit) else None
-        if state is None and not service.recent.get(sid) and not records:
-            return None
-        ended = getattr(state, "ended", None)
-        found = service.ledger.list_approvals(session=sid)
-        return dict(
-            redact_value(
-                {
-                    "session": sid,
-                    "steps": getattr(state, "steps", 0),
-                    "ended": _jsonable(ended) if ended is not None else None,
-                    "stop_requested": service.ledger.stop_requested(sid),
-                    "recent": list(service.recent.get(sid, ()) or ()),
-                    "audit": records,
-                    "approvals": [service.fresh_approval(r).to_dict() for r in found],
-                }
-            )
-        )
-
-    async def session(request: Request) -> Response:
-        sid = request.path_params["id"]
-        detail = await service.call(session_detail, sid)
-        if detail is None:
-            return _error(404, f"no session {sid!r}")
-        return JSONResponse(detail)
-
-    def request_stop(sid: str, by: str) -> str | None:
-        service.ledger.request_stop(sid, by)
-        service.hub.publish("stop", {"session": sid, "by": by})
-        return service.ledger.stop_requested(sid)
-
-    async def stop(request: Request) -> Response:
-        sid = request.path_params["id"]
-        body = await _json(request, limits) if await read_body(request, limits) else {}
-        by = str(body.get("by") or "dashboard") if isinstance(body, dict) else "dashboard"
-        stopped = await service.call(request_stop, sid, by)
-        return JSONResponse({"session": sid, "stop_requested": stopped})
-
-    def push_feedback(sid: str, text: str) -> None:
-        service.ledger.push_feedback(sid, text)
-        service.hub.publish("feedback", {"session": sid, "text": text})
-
-    async def feedback(request: Request) -> Response:
-        sid = request.path_params["id"]
-        body = await _json(request, limits)
-        text = body.get("text") if isinstance(body, dict) else None
-        if not isinstance(text, str) or not text.strip():
-            return _error(400, "expected {'text': '...'}")
-        said = redact_text(text.strip())  # stored, then sent to the agent and the dashboards
-        await service.call(push_feedback, sid, said)
-        return JSONResponse({"session": sid, "queued": True})
-
-    def approval_rows(status: str | None, sid: str | None) -> list[dict[str, Any]]:
-        rows = []
-        for found in service.ledger.list_approvals(status=status, session=sid):
-            if found.extra.get("vote_for"):
-                continue
-            r = service.fresh_approval(found)
-            if status is not None and r.status != status:
-                continue
-            rows.append({**r.to_dict(), "votes": sorted(service.approvals.votes(r.id))})
-        return rows
-
-    async def approvals(request: Request) -> Response:
-        status = request.query_params.get("status")
-        if status is not None and status not in {s.value for s in ApprovalStatus}:
-            return _error(400, f"unknown status {status!r}")
-        sid = request.query_params.get("session")
-        return _redacted({"approvals": await service.call(approval_rows, status, sid)})
-
-    def approval_detail(id: str) -> dict[str, Any] | None:
-        found = service.ledger.get_approval(id)
-        if found is None:
-            return None
-        found = service.fresh_approval(found)  # polled past its deadline: expired, not pending
-        verdict = verdict_of(found)
-        return dict(
-            redact_value(
-                {**found.to_dict(), "verdict": {**verdict.to_wire(0), "hint": verdict.hint}}
-            )
-        )
-
-    async def approval(request: Request) -> Response:
-        detail = await service.call(approval_detail, request.path_params["id"])
-        if detail is None:
-            return _error(404, "no such approval request")
-        return JSONResponse(detail)
-
-    async def decide(request: Request) -> Response:
-        body = await _json(request, limits)
-        # The voter is who the token belongs to; a "by" in the body is not believed.
-        return await service.call(_decide, request.path_params["id"], body, request.state.identity)
-
-    def _decide(id: str, body: Any, by: str, channel: str = "web") -> Response:
-        if not isinstance(body, dict):
-            return _error(400, "expected {'decision': 'approve'|'deny', 'comment': ...}")
-        decision = body.get("decision")
-        comment = body.get("comment") or None
-        if comment is not None and not isinstance(comment, str):
-            return _error(400, "'comment' must be a string")
-        if decision == "approve":
-            answer = Answer.approve(by, comment)
-        elif decision == "deny":
-            answer = Answer.deny(by, comment)
-        elif decision == "edit" and isinstance(body.get("args"), dict):
-            answer = Answer.edit(by, body["args"], comment)
-        else:
-            return _error(400, "'decision' must be approve, deny or edit (with 'args')")
-        try:
-            decided = service.approvals.answer(id, replace(answer, channel=channel))
-        except KeyError:
-            return _error(404, "no such approval request")
-        return _redacted({**decided.to_dict(), "votes": sorted(service.approvals.votes(id))})
-
-    async def signed_answer(request: Request) -> Response:
-        if service.verifier is None:
-            return _error(404, "webhook answers are off (no webhook secret)")
-        body = await read_body(request, limits)
-        timestamp = request.headers.get(TIMESTAMP_HEADER)
-        try:
-            if timestamp is not None and not _finite(timestamp):
-                raise ChannelError("bad timestamp")  # "nan" or "inf" compare as never stale
-            service.verifier.verify(timestamp, request.headers.get(SIGNATURE_HEADER), body)
-        except ChannelError as exc:
-            log.warning("antiloop: refused a webhook answer: %s", exc)
-            return _error(401, f"refused: {exc}")
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return _error(400, "the body is not JSON")
-        id = request.path_params["id"]
-        if not isinstance(data, dict) or data.get("id") != id:
-            return _error(400, "the answer names another request")
-        # The relay signed the body: its "by" is the user the relay authenticated.
-        user = data.get("by")
-        by = user if isinstance(user, str) and user.strip() else "webhook"
-        return await service.call(_decide, id, data, by, "webhook")
-
-    async def events(request: Request) -> Response:
-        queue = service.hub.subscribe()
-
-        async def stream() -> AsyncIterator[str]:
-            try:
-                yield ": antiloop live events\n\n"
-                while True:
-                    try:
-                        yield await asyncio.wait_for(queue.get(), timeout=15)
-                    except TimeoutError:
-                        yield ": keep-alive\n\n"
-            finally:
-                service.hub.unsubscribe(queue)
-
-        return StreamingResponse(
-            stream(),
-            media_type="text/event-stream",
-            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-        )
+def create_app(service: Service) -> FastAPI:
+    """The ASGI application for a service; its OpenAPI schema is generated from the routes."""
+    from antiloop import __version__
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service.hub.bind(asyncio.get_running_loop())
         yield
 
-    routes = [
-        Route("/", dashboard),
-        Route("/healthz", health),
-        Route("/openapi.json", api(openapi)),
-        Route("/v1/steps", api(steps), methods=["POST"]),
-        Route("/v1/check", api(check), methods=["POST"]),
-        Route("/v1/hooks/{dialect}", api(hook), methods=["POST"]),
-        Route("/v1/sessions", api(sessions)),
-        # {id:path}: a session id may hold "/" (sent URL-encoded as %2F)
-        Route("/v1/sessions/{id:path}/stop", api(stop), methods=["POST"]),
-        Route("/v1/sessions/{id:path}/feedback", api(feedback), methods=["POST"]),
-        Route("/v1/sessions/{id:path}", api(session), methods=["GET"]),
-        Route("/v1/approvals", api(approvals)),
-        Route("/v1/approvals/{id}", api(approval)),
-        Route("/v1/approvals/{id}", api(decide), methods=["POST"]),
-        Route("/v1/approvals/{id}/answer", api(signed_answer, auth=False), methods=["POST"]),
-        Route("/v1/events", api(events)),
-        *view_routes(service, api),  # the dashboard's session page and decided approvals
-    ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = FastAPI(
+        title="antiloop",
+        version=__version__,
+        description="Steps in, verdicts out; approvals, sessions, stops and feedback.",
+        openapi_url=None,  # served by a route that needs the token
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+        telemetry={"tracing": False, "metrics": False, "logs": False},  # antiloop.telemetry's job
+    )
+    app.state.service = service
+    install_errors(app)
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        """The generated schema, made once (``routing.documented``)."""
+        if app.openapi_schema is None:
+            app.openapi_schema = documented(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    for router in (
+        open_routes(),
+        api_routes(service),
+        signed_routes(service),
+        view_routes(service),  # the dashboard's session page and decided approvals
+    ):
+        # The routes themselves, not the router: one flat list to match, as Starlette's.
+        app.router.routes.extend(router.routes)
+    return app

@@ -13,51 +13,57 @@ Store calls run off the event loop with the service's deadline (``service.call``
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Any
 
-from starlette.requests import Request
+from fastapi import APIRouter, Path, Query
+from pydantic import BeforeValidator
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from antiloop.redact import redact_value
+from antiloop.server.routing import api_router, whole_number
 
 if TYPE_CHECKING:
     from antiloop.approval import ApprovalRequest
     from antiloop.server.app import Service
-
-Handler = Callable[[Request], Awaitable[Response]]
 
 TIMELINE_MAX = 200
 """The most audit records (and timeline steps) one session page carries."""
 DECISIONS_DEFAULT, DECISIONS_MAX = 50, 500
 _FEEDBACK_PREFIX = "A person says: "
 _STEP_KINDS = frozenset({"step", "check"})
+Limit = Annotated[
+    int,
+    Query(ge=1, le=DECISIONS_MAX, description="decisions to list, newest first"),
+    BeforeValidator(whole_number(1, DECISIONS_MAX)),
+]
 
 
-def view_routes(service: Service, api: Callable[[Handler], Handler]) -> list[Route]:
-    """The routes of this module, each wrapped by ``api`` (the token and origin checks)."""
+def view_routes(service: Service) -> APIRouter:
+    """The routes of this module (they need the token, as every ``/v1`` route)."""
+    router = api_router()
 
-    async def timeline(request: Request) -> Response:
-        page = await service.call(session_page, service, request.path_params["id"])
+    @router.get(
+        "/v1/timeline/{id:path}",
+        summary="One session's page: state, controls, latest verdict, timeline, audit",
+        response_model=dict[str, Any],
+    )
+    async def timeline(id: Annotated[str, Path(description="a session id")]) -> Response:
+        page = await service.call(session_page, service, id)
         if page is None:
             return JSONResponse({"error": "no such session"}, status_code=404)
         return JSONResponse(redact_value(page))
 
-    async def decisions(request: Request) -> Response:
-        text = request.query_params.get("limit", str(DECISIONS_DEFAULT))
-        if not text.isdigit() or not 1 <= int(text) <= DECISIONS_MAX:
-            return JSONResponse(
-                {"error": f"'limit' must be a whole number from 1 to {DECISIONS_MAX}"},
-                status_code=400,
-            )
-        rows = await service.call(decided_approvals, service, int(text))
+    @router.get(
+        "/v1/decisions",
+        summary="Decided approvals, newest first, with who, when and how long they waited",
+        response_model=dict[str, list[dict[str, Any]]],
+    )
+    async def decisions(limit: Limit = DECISIONS_DEFAULT) -> Response:
+        rows = await service.call(decided_approvals, service, limit)
         return JSONResponse(redact_value({"decisions": rows}))
 
-    return [
-        Route("/v1/timeline/{id:path}", api(timeline), methods=["GET"]),
-        Route("/v1/decisions", api(decisions), methods=["GET"]),
-    ]
+    return router
 
 
 def session_page(service: Service, sid: str) -> dict[str, Any] | None:
