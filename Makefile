@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test sysdeps clis lint typecheck unit conformance bench mutation clean
+.PHONY: demo test sysdeps clis litellm lint typecheck unit conformance bench mutation clean
 
 # The real agent CLIs the hook tests drive (tests/hooks/test_real_clis.py), pinned, installed
 # once into an ignored folder. Without npm the tests skip with the reason (and fail under CI=true).
@@ -30,9 +30,22 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/antiloop demo
 
-test: $(STAMP) sysdeps clis lint typecheck unit conformance
+test: $(STAMP) sysdeps clis litellm lint typecheck unit conformance
 
 clis: $(CLIS_STAMP)
+
+# The LiteLLM proxy for tests/integrations/test_litellm.py, in a venv of its own: its proxy
+# needs mcp 2, the dev set pins mcp 1 (pyproject.toml, the litellm extra).
+LITELLM_DIR := .cache/litellm
+LITELLM_STAMP := $(LITELLM_DIR)/.installed
+
+litellm: $(LITELLM_STAMP)
+
+$(LITELLM_STAMP): pyproject.toml
+	$(PY) -m venv $(LITELLM_DIR)
+	$(LITELLM_DIR)/bin/pip install -q --upgrade pip
+	$(LITELLM_DIR)/bin/pip install -q -e '.[litellm]'
+	touch $@
 
 $(CLIS_STAMP): Makefile
 	@if command -v npm >/dev/null; then \
@@ -65,7 +78,7 @@ typecheck: $(STAMP)
 # replays it) on two workers (pytest-xdist). A bare `pytest` runs in file order, in one process.
 unit: $(STAMP)
 	$(BIN)/pytest -p randomly -n 2 --dist loadfile
-	$(BIN)/pytest -q -p no:cacheprovider --doctest-modules src/antiloop --ignore=src/antiloop/demo/project
+	$(BIN)/pytest -q -p no:cacheprovider --doctest-modules src/antiloop --ignore=src/antiloop/demo/project --ignore=src/antiloop/integrations/litellm.py
 
 conformance: $(STAMP)
 	../shared/conformance/run

@@ -23,6 +23,9 @@ except ImportError as exc:
         ("langchain", "langchain", "langchain"),
         ("openai_agents", "agents", "openai-agents"),
         ("autogen", "autogen_agentchat", "autogen"),
+        ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
+        ("google_adk", "google.adk", "google-adk"),
+        ("litellm", "litellm", "litellm"),
     ],
 )
 def test_missing_framework_raises_missing_extra_with_the_pip_line(module, package, extra):

@@ -8,6 +8,9 @@ module                                 extra                       what it plugs
 ``antiloop.integrations.autogen``      ``antiloop[autogen]``       a ``TerminationCondition``
 ``antiloop.integrations.mcp_proxy``    (none: standard library)    ``antiloop mcp-proxy``
 ``antiloop.integrations.claude_agent_sdk``  ``[claude-agent-sdk]``  ``HookMatcher`` callbacks
+``antiloop.integrations.pydantic_ai``  ``antiloop[pydantic-ai]``   a capability (tool hooks)
+``antiloop.integrations.google_adk``   ``antiloop[google-adk]``    tool and model callbacks
+``antiloop.integrations.litellm``      ``antiloop[litellm]``       a LiteLLM proxy guardrail
 =====================================  ==========================  ==============================
 
 Importing a module whose framework is missing raises ``MissingExtra`` with the pip command.
