@@ -74,6 +74,7 @@ BASH_WORDS = [
     ("$'\\?'", ["?"]),
     ("$'\\c' x", ["\\c", "x"]),
     ("$'\\UFFFFFFFF'x", ["x"]),
+    ("$'\\U0010FFFF'", ["\U0010ffff"]),
     ("$'\\x' $'\\u' $'\\U'", ["\\x", "\\u", "\\U"]),
     ("$'\\1010' $'\\x414' $'\\u00411' $'\\U000000411'", ["A0", "A4", "A1", "A1"]),
     ("a$ b", ["a$", "b"]),
@@ -115,6 +116,7 @@ def test_the_expected_words_are_what_bash_makes(text: str, expected: list[str]) 
         ("echo $(a \\)) c", ["echo", "$(a \\))", "c"]),
         ("echo $(a ')') c", ["echo", "$(a ')')", "c"]),
         ("echo $(a '' ')') c", ["echo", "$(a '' ')')", "c"]),
+        ("echo $(a ')') 'b c'", ["echo", "$(a ')')", "b c"]),
         ('echo $(a ")" "\\")") c', ["echo", '$(a ")" "\\")")', "c"]),
         ('echo $(x "\\"") ")"', ["echo", '$(x "\\"")', ")"]),
         ('echo $(a "x\\\\") c', ["echo", '$(a "x\\\\")', "c"]),
@@ -170,6 +172,11 @@ def test_substitutions_stay_whole(text: str, expected: list[str]) -> None:
 def test_an_unterminated_quote_or_group_runs_to_the_end(text: str, expected: list[str]) -> None:
     """What bash would refuse as unfinished takes the rest of the command as its text."""
     assert flat(text) == expected
+
+
+def test_a_code_past_the_last_unicode_character_is_dropped() -> None:
+    """``$'\\U00110000'`` names no character (bash writes bytes no UTF-8 decoder takes)."""
+    assert flat("$'\\U00110000x' $'\\U7FFFFFFF'y") == ["x", "y"]
 
 
 def test_blanks_bash_keeps_in_a_word_separate_words_here() -> None:
