@@ -295,3 +295,101 @@ def test_wrappers_and_their_options_are_looked_through(
 def test_runners_and_build_tools_by_subcommand(command: str, operation: str) -> None:
     """Test runners and build tools are named by their program or subcommand (PROTOCOL §3.1)."""
     assert sh(command).operation == operation
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("grep -rn x src", "grep -n -r x src/"),
+        ("grep -A3 x a", "grep -A 3 x a"),
+        ("grep --include=*.ts x .", "grep --include *.ts x ."),
+        ("grep -e foo -e bar a", "grep -e bar -e foo a"),
+        ("grep -- -x a", "grep -- -x ./a"),
+        ("rg -g './src/*.ts' x", "rg -g 'src/*.ts' x"),
+        ("ls -la src", "ls -al ./src"),
+        ("ls -l -a", "ls -al"),
+        ("grep --max-count 2 x a", "grep --max-count=2 x a"),
+        ("grep -Ax x a", "grep -A x x a"),
+    ],
+)
+def test_search_and_list_flags_commute_with_their_values(a: str, b: str) -> None:
+    """Bundles split, flags sort, a value stays with its flag (PROTOCOL §3.2)."""
+    assert sh(a).key == sh(b).key
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("grep -rn x src", "grep -rn y src"),
+        ("grep -A3 x a", "grep -A4 x a"),
+        ("grep -A3 x a", "grep -3 x a"),
+        ("grep -5 x a", "grep -55 x a"),
+        ("grep -- -x a", "grep -x a"),
+        ("grep -i x a", "grep x a"),
+        ("fd -x rm {}", "fd -x rm -f {}"),
+        ("grep - a", "grep a"),
+        ("grep -e x a b", "grep -e x b a"),
+        ("grep x a b", "grep x b a"),
+        ("ls a b", "ls b a"),
+        ("grep --color x a", "grep --colour x a"),
+        ("grep --label=a x", "grep --label=b x"),
+        ("grep -f p a", "grep -f q a"),
+        ("grep x -- -a", "grep x -a"),
+        ("grep -A", "grep -B"),
+        ("grep --context", "grep --context x"),
+    ],
+)
+def test_another_flag_value_or_operand_order_is_another_procedure(a: str, b: str) -> None:
+    """No flag is ignored; a value, ``--`` or the order of operands makes another procedure."""
+    assert sh(a).key != sh(b).key
+
+
+@pytest.mark.parametrize(
+    ("command", "operation", "context", "paths"),
+    [
+        ("grep -e foo -e barBaz src", "grep", "foo | bar baz@src", ("src",)),
+        ("rg -e x -g '*.py' src", "grep", "x@src *.py", ("*.py", "src")),
+        ("grep -e x a b", "grep", "x@a b", ("a", "b")),
+        ("grep x - a", "grep", "x@a", ("a",)),
+        ("grep -rn foo", "grep", "foo", ()),
+        ("ag -g foo", "grep", "@foo", ("foo",)),
+        ("ack -g foo", "grep", "@foo", ("foo",)),
+        ("ack --match foo a", "grep", "foo@a", ("a",)),
+        ("rg --files src", "grep", "@src", ("src",)),
+        ("rg --type-list", "grep", "rg --type-list", ()),
+        ("git grep -n foo -- src", "grep", "foo@src", ("src",)),
+        ("git -C repo grep foo", "grep", "foo", ()),
+        ("git apply p.diff", "edit", "p.diff", ("p.diff",)),
+        ("git --git-dir x log", "bash", "git --git-dir x log", ()),
+        ("fd -e py src", "list", "src", ("src",)),
+        ("grep -A 2", "grep", "grep -A 2", ()),
+        ("grep -A", "grep", "grep -A", ()),
+        ("grep x a 2>&1", "grep", "x@a", ("a",)),
+        ("egrep x a", "grep", "x@a", ("a",)),
+        ("fgrep x a", "grep", "x@a", ("a",)),
+        ("ack-grep x a", "grep", "x@a", ("a",)),
+        ("tree -L 2 src", "list", "src", ("src",)),
+        ("sed -n 1,5p a.py", "read", "a.py", ("a.py",)),
+        ("sed -i s/a/b/ a.py", "edit", "a.py", ("a.py",)),
+        ("sed s/a/b/ a.py", "bash", "sed s/a/b/ a.py", ("a.py",)),
+        ("sed -e s/a/b/ a.py", "bash", "sed -e s/a/b/ a.py", ("a.py",)),
+        ("sed --quiet 1p a.py", "read", "a.py", ("a.py",)),
+        ("tee out.txt", "edit", "out.txt", ("out.txt",)),
+        ("tee /dev/null", "bash", "tee /dev/null", ()),
+        ("patch -p1 -i fix.diff", "edit", "fix.diff", ("fix.diff",)),
+        ("patch < fix.diff", "edit", "fix.diff", ("fix.diff",)),
+        ("head -n 5 a.py", "read", "a.py", ("a.py",)),
+        ("tail -f log.txt", "read", "log.txt", ("log.txt",)),
+        ("cat a.py b.py", "read", "a.py b.py", ("a.py", "b.py")),
+        ("nl -ba a.py", "read", "a.py", ("a.py",)),
+        ("fd -x rm {} ; ls", "list", "fd -x rm {}; ls", ()),
+        ("fd --exec rm {}", "list", "fd --exec=rm {}", ()),
+        ("grep --include='a b' x", "grep", "x@a b", ("a b",)),
+    ],
+)
+def test_programs_read_their_arguments_by_their_spec(
+    command: str, operation: str, context: str, paths: tuple[str, ...]
+) -> None:
+    """Patterns, globs, files and the operation of the search, list, read and edit programs."""
+    proc = sh(command)
+    assert (proc.operation, proc.context, proc.paths) == (operation, context, paths)

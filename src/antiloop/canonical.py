@@ -1051,8 +1051,8 @@ def _commuting(
         if v is None:
             text.append(f)
         else:
-            v = v.lstrip("\x01")
-            text.append(f + "=" + _render(v) if f.startswith("--") else f + " " + _render(v))
+            v = " ".join(map(_render, v.lstrip("\x01").split("\x00")))  # fd -x: its words
+            text.append(f + "=" + v if f.startswith("--") else f + " " + v)
     if pattern is not None:
         text.append(_render(pattern))
     text.extend(_render(o) for o in canon_ops)
