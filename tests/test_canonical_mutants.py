@@ -393,3 +393,119 @@ def test_programs_read_their_arguments_by_their_spec(
     """Patterns, globs, files and the operation of the search, list, read and edit programs."""
     proc = sh(command)
     assert (proc.operation, proc.context, proc.paths) == (operation, context, paths)
+
+
+@pytest.mark.parametrize(
+    ("command", "cwd", "operation", "context", "paths"),
+    [
+        ("echo x > out.txt", None, "edit", "out.txt", ("out.txt",)),
+        ("echo x >> ./out.txt", None, "edit", "out.txt", ("out.txt",)),
+        ("echo x > /dev/null", None, "bash", "echo x > /dev/null", ()),
+        ("echo x 2>/dev/null", None, "bash", "echo x 2> /dev/null", ()),
+        ("cat < in.txt", None, "read", "in.txt", ("in.txt",)),
+        ("cat 0< in.txt", None, "read", "in.txt", ("in.txt",)),
+        ("grep x < in.txt > out.txt", None, "edit", "in.txt out.txt", ("in.txt", "out.txt")),
+        ("grep x > out.txt < in.txt", None, "edit", "in.txt out.txt", ("in.txt", "out.txt")),
+        ("echo x >&2", None, "bash", "echo x >&2", ()),
+        ("echo x 2>&1", None, "bash", "echo x 2>&1", ()),
+        ("echo x >& out.log", None, "edit", "out.log", ("out.log",)),
+        ("echo x &> all.log", None, "edit", "all.log", ("all.log",)),
+        ("echo x <> rw.txt", None, "edit", "rw.txt", ("rw.txt",)),
+        ("echo x >| f.txt", None, "edit", "f.txt", ("f.txt",)),
+        ("cat <<< 'a b'", None, "read", "cat <<< 'a b'", ()),
+        ("cat <<< ./a/b", None, "read", "cat <<< ./a/b", ()),
+        ("cat > /w/src/a.py", "/w", "edit", "src/a.py", ("src/a.py",)),
+        ("cd src && cat > a.py", None, "edit", "src/a.py", ("src/a.py",)),
+        ("cd src && echo x > /tmp/a.py", None, "edit", "/tmp/a.py", ("/tmp/a.py",)),
+        ("cd src && echo x > ~/a.py", None, "edit", "~/a.py", ("~/a.py",)),
+        ("echo x 3>&-", None, "bash", "echo x 3>&-", ()),
+        ("cat <<EOF > a.py\nx  \nEOF", None, "edit", "a.py", ("a.py",)),
+        ("cat <<'EOF' > a.py\nx\nEOF", None, "edit", "a.py", ("a.py",)),
+        ("cd src", None, "bash", "cd src", ()),
+        ("cd src && ls", None, "list", "cd src && ls", ()),
+        ("cd src; ls", None, "list", "cd src ; ls", ()),
+        ("cd && ls", None, "list", "cd ~ && ls", ()),
+        ("cd ~ && ls", None, "list", "cd ~ && ls", ()),
+        ("cd $HOME && ls", None, "list", "cd '$HOME' && ls", ()),
+        ("cd - && ls", None, "list", "cd - && ls", ()),
+        ("cd . && ls", None, "list", "ls", ()),
+        ("cd a && cd b && ls x/y.py", None, "list", "a/b/x/y.py", ("a/b/x/y.py",)),
+        ("cd a || ls", None, "list", "cd a || ls", ()),
+        ("cd a b && ls", None, "list", "cd a b && ls", ()),
+        ("cd /w && ls", "/w", "list", "ls", ()),
+        ("cd /w/src && cat a.py", "/w", "read", "src/a.py", ("src/a.py",)),
+        ("cd src > log && ls", None, "edit", "log", ("log",)),
+        ("bash -c 'grep x a'", None, "grep", "x@a", ("a",)),
+        ("bash -lc 'grep x a'", None, "grep", "x@a", ("a",)),
+        ("sh -c 'cat a.py'", None, "read", "a.py", ("a.py",)),
+        ("bash -o pipefail -c 'cat a.py'", None, "read", "a.py", ("a.py",)),
+        ("bash -c", None, "bash", "bash -c", ()),
+        ("bash x.sh", None, "bash", "bash x.sh", ("x.sh",)),
+        ("bash --norc -c 'cat a'", None, "bash", "bash --norc -c 'cat a'", ()),
+        ("bash -e -c 'cat a'", None, "read", "a", ("a",)),
+        ("zsh -c 'cat a'", None, "read", "a", ("a",)),
+        ("/bin/bash -c 'cat a'", None, "read", "a", ("a",)),
+        ("bash -c 'cat a' > log", None, "edit", "log", ("log",)),
+        ("bash -c 'cat a' && ls", None, "list", "bash -c 'cat a' && ls", ()),
+        ("bash +o x -c 'cat a'", None, "read", "a", ("a",)),
+        ("bash -O extglob -c 'cat a'", None, "read", "a", ("a",)),
+        ("dash -c 'cat a'", None, "read", "a", ("a",)),
+        ("ksh -c 'cat a'", None, "read", "a", ("a",)),
+        ("ls | wc -l", None, "list", "ls | wc -l", ()),
+        ("grep x a; cat b", None, "grep", "x@a b", ("a", "b")),
+        ("cat a & cat b", None, "read", "a b", ("a", "b")),
+        ("printf x\\ ", None, "bash", "printf 'x '", ()),
+        ("printf \\", None, "bash", "printf '\\'", ()),
+        ("  grep x a  ", None, "grep", "x@a", ("a",)),
+        ("echo 'a\nb'   ", None, "bash", "echo 'a\nb'", ()),
+    ],
+)
+def test_redirections_leading_cds_and_shell_scripts(
+    command: str, cwd: str | None, operation: str, context: str, paths: tuple[str, ...]
+) -> None:
+    """A file written to is an edit, a leading ``cd`` bases paths, ``bash -c`` is looked into."""
+    proc = sh(command, cwd)
+    assert (proc.operation, proc.context, proc.paths) == (operation, context, paths)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("grep x a > out", "grep x a >out"),
+        ("grep x < in > out", "grep x > out < in"),
+        ("cat <<EOF > a.py\nx  \nEOF", "cat > a.py <<EOF\nx\nEOF"),
+        ("bash -c 'grep x a'", "grep x a"),
+        ("bash -lc 'grep x a'", "sh -c 'grep  x  a'"),
+        ("cd . && grep x a", "grep x a"),
+        ("cd /w && grep x a", "cd . && grep x a"),
+        ("  grep x a  ", "grep x a"),
+        ("echo 2>&1 x", "echo x 2>&1"),
+    ],
+)
+def test_the_same_shell_procedure_written_otherwise(a: str, b: str) -> None:
+    """Spacing, the order of input and output redirections and a no-op ``cd`` change nothing."""
+    assert sh(a, "/w").key == sh(b, "/w").key
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("grep x a > out", "grep x a >> out"),
+        ("grep x a > out", "grep x a 2> out"),
+        ("grep x a 2>&1", "grep x a 1>&2"),
+        ("cat <<EOF\nx\nEOF", "cat <<'EOF'\nx\nEOF"),
+        ("cat <<EOF\nx\nEOF", "cat <<EOF\n  x\nEOF"),
+        ("cat <<EOF\nx\nEOF", "cat <<-EOF\nx\nEOF"),
+        ("cat <<< a", "cat <<< b"),
+        ("cd a && ls", "cd b && ls"),
+        ("cd a && ls", "cd a; ls"),
+        ("cd a && ls", "ls"),
+        ("bash -c 'grep x a' > log", "grep x a > log"),
+        ("grep x a; cat b", "grep x a && cat b"),
+        ("grep x a | cat", "grep x a || cat"),
+    ],
+)
+def test_another_redirection_cd_or_separator_is_another_procedure(a: str, b: str) -> None:
+    """The redirection operator and fd, a heredoc's text and quoting, a ``cd`` target and the
+    separators of a chain are all part of the procedure."""
+    assert sh(a, "/w").key != sh(b, "/w").key
