@@ -6,6 +6,8 @@ the same procedure and which are not.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from antiloop.canonical import Procedure, pattern_words, procedure_of
@@ -509,3 +511,233 @@ def test_another_redirection_cd_or_separator_is_another_procedure(a: str, b: str
     """The redirection operator and fd, a heredoc's text and quoting, a ``cd`` target and the
     separators of a chain are all part of the procedure."""
     assert sh(a, "/w").key != sh(b, "/w").key
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "paths", "cwd", "operation", "context", "step_paths"),
+    [
+        ("Read", {"file_path": "/w/src/a.py"}, (), "/w", "read", "src/a.py", ("src/a.py",)),
+        (
+            "Read",
+            {"file_path": ["a.py", "./b.py"]},
+            (),
+            None,
+            "read",
+            "a.py b.py",
+            ("a.py", "b.py"),
+        ),
+        (
+            "Read",
+            {"file_path": "https://x.org/a"},
+            (),
+            None,
+            "read",
+            '{"file_path":"https://x.org/a"}',
+            (),
+        ),
+        ("Read", {"file_path": " a.py "}, (), None, "read", "a.py", ("a.py",)),
+        ("Read", {"file_path": 3}, (), None, "read", '{"file_path":3}', ()),
+        (
+            "Read",
+            {"file_path": "a.py"},
+            ("b.py", "./c.py"),
+            None,
+            "read",
+            "a.py b.py c.py",
+            ("a.py", "b.py", "c.py"),
+        ),
+        ("Read", {"file_path": "a.py"}, ("https://x",), None, "read", "a.py", ("a.py",)),
+        (
+            "Grep",
+            {"pattern": "fooBar", "path": "src", "glob": "*.ts"},
+            (),
+            None,
+            "grep",
+            "foo bar@src *.ts",
+            ("*.ts", "src"),
+        ),
+        (
+            "Grep",
+            {"pattern": "fooBar", "include": "./src/*.ts"},
+            (),
+            None,
+            "grep",
+            "foo bar@src/*.ts",
+            ("src/*.ts",),
+        ),
+        ("Grep", {"pattern": "x"}, (), None, "grep", "x", ()),
+        ("Grep", {"path": "src"}, (), None, "grep", "@src", ("src",)),
+        ("Grep", {"q": "a_b"}, (), None, "grep", "a b", ()),
+        ("Glob", {"pattern": "./src/**/*.ts"}, (), None, "list", "src/**/*.ts", ("src/**/*.ts",)),
+        (
+            "Glob",
+            {"pattern": "**/*.ts", "path": "/w/src"},
+            (),
+            "/w",
+            "list",
+            "**/*.ts src",
+            ("**/*.ts", "src"),
+        ),
+        ("WebSearch", {"query": "fooBar"}, (), None, "search", '{"query":"fooBar"}', ()),
+        (
+            "WebFetch",
+            {"url": "https://x.org", "prompt": " p "},
+            (),
+            None,
+            "fetch",
+            '{"prompt":"p","url":"https://x.org"}',
+            (),
+        ),
+        (
+            "Edit",
+            {"file_path": "a.py", "old_string": "x", "new_string": "y", "thought": "t"},
+            (),
+            None,
+            "edit",
+            "a.py",
+            ("a.py",),
+        ),
+        ("my_tool", {"a": 1, "thought": "t"}, (), None, "my_tool", '{"a":1,"thought":"t"}', ()),
+        (
+            "my_tool",
+            {"a": [1.0, {"b": 2.0}], "c": None, "d": True},
+            (),
+            None,
+            "my_tool",
+            '{"a":[1,{"b":2}],"c":null,"d":true}',
+            (),
+        ),
+        (
+            "str_replace_editor",
+            {"command": "view", "path": "a.py"},
+            (),
+            None,
+            "read",
+            "a.py",
+            ("a.py",),
+        ),
+        (
+            "str_replace_editor",
+            {"command": "create", "path": "a.py", "file_text": "x"},
+            (),
+            None,
+            "edit",
+            "a.py",
+            ("a.py",),
+        ),
+        ("str_replace_editor", {"path": "a.py"}, (), None, "read", "a.py", ("a.py",)),
+        (
+            "str_replace_editor",
+            {"path": "a.py", "old_str": "x"},
+            (),
+            None,
+            "edit",
+            "a.py",
+            ("a.py",),
+        ),
+        (
+            "str_replace_based_edit_tool",
+            {"command": "view", "path": "a.py"},
+            (),
+            None,
+            "read",
+            "a.py",
+            ("a.py",),
+        ),
+        (
+            "Bash",
+            {"command": "cat a.py", "description": "d", "timeout": 5},
+            (),
+            None,
+            "read",
+            "a.py",
+            ("a.py",),
+        ),
+        ("Bash", {"command": "cat a.py", "description": "d"}, (), None, "read", "a.py", ("a.py",)),
+        ("Bash", {"command": "cat a.py"}, ("b.py",), None, "read", "a.py", ("a.py", "b.py")),
+        ("Bash", {"cmd": "cat a.py"}, (), None, "read", "a.py", ("a.py",)),
+        ("Bash", {"script": "cat a.py"}, (), None, "read", "a.py", ("a.py",)),
+        ("Bash", {"input": "cat a.py"}, (), None, "read", "a.py", ("a.py",)),
+        ("Bash", {"command": ["cat", "a b.py"]}, (), None, "read", "a b.py", ("a b.py",)),
+        ("Bash", {"command": []}, (), None, "bash", '{"command":[]}', ()),
+        ("Bash", {"command": ["cat", 1]}, (), None, "bash", '{"command":["cat",1]}', ()),
+        ("Bash", {"action": {"command": "cat a.py"}}, (), None, "read", "a.py", ("a.py",)),
+        ("Bash", {"action": "cat a.py"}, (), None, "bash", '{"action":"cat a.py"}', ()),
+        ("Bash", {"foo": "bar"}, (), None, "bash", '{"foo":"bar"}', ()),
+        ("Bash", {"command": 5}, (), None, "bash", '{"command":5}', ()),
+        (
+            "execute_bash",
+            {"command": "cat a.py", "thought": "x", "security_risk": "low"},
+            (),
+            None,
+            "read",
+            "a.py",
+            ("a.py",),
+        ),
+    ],
+)
+def test_tools_with_json_arguments(
+    tool: str,
+    args: dict[str, Any],
+    paths: tuple[str, ...],
+    cwd: str | None,
+    operation: str,
+    context: str,
+    step_paths: tuple[str, ...],
+) -> None:
+    """Path keys, pattern keys, commentary, editors and shell tools' command keys (§3.1-§3.3)."""
+    proc = procedure_of(tool, args, paths, cwd)
+    assert (proc.operation, proc.context, proc.paths) == (operation, context, step_paths)
+
+
+def test_a_long_argument_is_cut_in_the_context_only() -> None:
+    """A tool outside the table shows its JSON with long strings cut at 200 characters; the key
+    still tells 300 characters from 301 and ignores the white space around them."""
+    long = procedure_of("my_tool", {"b": "x" * 300, "n": 2.0})
+    assert long.context == '{"b":"' + "x" * 200 + '","n":2}'
+    assert long.key == procedure_of("my_tool", {"n": 2, "b": " " + "x" * 300 + " "}).key
+    assert long.key != procedure_of("my_tool", {"b": "x" * 301, "n": 2}).key
+    assert long.key != procedure_of("my_tool", {"b": "x" * 299 + "y", "n": 2}).key
+    short = procedure_of("my_tool", {"b": "x" * 200})
+    assert short.context == '{"b":"' + "x" * 200 + '"}'
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ({"command": "cat a.py", "description": "one"}, {"command": "cat a.py"}),
+        ({"command": "cat a.py", "timeout": 5}, {"command": "cat a.py", "timeout": 5.0}),
+        ({"command": ["cat", "a.py"]}, {"command": "cat a.py"}),
+        ({"action": {"command": "cat a.py"}}, {"cmd": "cat a.py"}),
+        ({"command": "cat a.py", "thought": "t", "security_risk": "low"}, {"command": "cat a.py"}),
+    ],
+)
+def test_shell_arguments_that_change_nothing(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """A shell tool's description and commentary, number forms and a list of words change
+    nothing."""
+    assert procedure_of("Bash", a).key == procedure_of("Bash", b).key
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ({"command": "cat a.py", "timeout": 5}, {"command": "cat a.py"}),
+        ({"command": "cat a.py", "timeout": 5}, {"command": "cat a.py", "timeout": 6}),
+        ({"command": ["cat", "a b.py"]}, {"command": "cat a b.py"}),
+        ({"command": 5}, {"command": 6}),
+    ],
+)
+def test_shell_arguments_that_make_another_procedure(a: dict[str, Any], b: dict[str, Any]) -> None:
+    """Any other argument of a shell tool is a parameter; a list's words keep their spaces."""
+    assert procedure_of("Bash", a).key != procedure_of("Bash", b).key
+
+
+def test_step_paths_of_a_shell_call_are_part_of_its_key() -> None:
+    """Paths the step touched beyond the command join the key and the paths, canonical."""
+    plain = procedure_of("Bash", {"command": "cat a.py"})
+    more = procedure_of("Bash", {"command": "cat a.py"}, ("./b.py",))
+    assert more.key == procedure_of("Bash", {"command": "cat a.py"}, ("b.py",)).key != plain.key
+    assert more.paths == ("a.py", "b.py")
+    assert (more.operation, more.programs, more.parts) == ("read", ("cat",), (("cat", "read"),))
+    url = procedure_of("Bash", {"command": "cat a.py"}, ("https://x.org/a",))
+    assert (url.key, url.paths) == (plain.key, plain.paths)
