@@ -105,6 +105,7 @@ def test_find_paths_are_its_start_points_and_name_patterns(
         ("xargs - grep", ("-",)),
         ("time -p grep x a", ("grep",)),
         ("env -- grep x a", ("grep",)),
+        ("nohup -X foo", ("foo",)),
     ],
 )
 def test_wrapper_options_end_at_the_first_operand(command: str, programs: tuple[str, ...]) -> None:
