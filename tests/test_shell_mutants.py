@@ -287,6 +287,7 @@ def test_a_redirection_belongs_to_its_own_command() -> None:
         ("cat <<$'EOF'\nx\nEOF", [("<<", "x", True, True)]),
         ("cat << EOF\nx\nEOF", [("<<", "x", True, False)]),
         ("cat <<-EOF\n\tl1\t\n\t\tl2\n\tEOF\n", [("<<-", "l1\t\nl2", True, False)]),
+        ("cat <<-EOF\n  a\n\tEOF\n", [("<<-", "  a", True, False)]),
         ("cat <<EOF\na\nb", [("<<", "a\nb", True, False)]),
         ("cat <<EOF\na\n", [("<<", "a", True, False)]),
         ("cat <<EOF\n a\nEOF \nEOF", [("<<", " a\nEOF ", True, False)]),
