@@ -6,11 +6,13 @@ the same procedure and which are not.
 
 from __future__ import annotations
 
+import enum
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from antiloop.canonical import Procedure, pattern_words, procedure_of
+from antiloop.canonical import Procedure, canonical_value, pattern_words, procedure_of
 
 
 def sh(command: str, cwd: str | None = None) -> Procedure:
@@ -742,3 +744,43 @@ def test_step_paths_of_a_shell_call_are_part_of_its_key() -> None:
     assert (more.operation, more.programs, more.parts) == ("read", ("cat",), (("cat", "read"),))
     url = procedure_of("Bash", {"command": "cat a.py"}, ("https://x.org/a",))
     assert (url.key, url.paths) == (plain.key, plain.paths)
+
+
+class _Name(str):
+    """A str subclass, as a framework's enum-like name."""
+
+
+class _Count(enum.IntEnum):
+    TWO = 2
+
+
+class _Ratio(float):
+    """A float subclass."""
+
+
+def test_canonical_values_of_subclasses_and_other_objects() -> None:
+    """Subclasses of str, int and float read as their plain values; any other object as its
+    text."""
+    assert canonical_value(_Name(" a ")) == "a"
+    assert type(canonical_value(_Name("a"))) is str
+    assert canonical_value(_Count.TWO) == 2
+    assert type(canonical_value(_Count.TWO)) is int
+    assert canonical_value(_Ratio(2.0)) == 2
+    assert type(canonical_value(_Ratio(2.0))) is int
+    assert canonical_value(_Ratio(2.5)) == 2.5
+    assert canonical_value(Path("a/b")) == "a/b"
+    assert canonical_value((1.0, {"k": (2.0,)})) == [1, {"k": [2]}]
+
+
+def test_the_order_of_step_paths_is_no_parameter() -> None:
+    """Two paths a shell step touched, in either order, are one procedure."""
+    ab = procedure_of("Bash", {"command": "make"}, ("b.c", "a.c"))
+    assert ab.key == procedure_of("Bash", {"command": "make"}, ("./a.c", "b.c")).key
+    assert ab.paths == ("a.c", "b.c")
+
+
+def test_paths_that_are_no_strings_are_left_out() -> None:
+    """A step path that is not a string (nor hashable) is ignored, not an error."""
+    bad: Any = [["x"], 3]
+    proc = procedure_of("Read", {"file_path": "a.py"}, bad)
+    assert (proc.operation, proc.paths) == ("read", ("a.py",))
