@@ -41,6 +41,7 @@ def redirs(text: str) -> list[list[tuple[str, str, bool, bool]]]:
 # Words bash makes the same way: (text, words).
 BASH_WORDS = [
     ("a b\tc", ["a", "b", "c"]),
+    ("Xa bX", ["Xa", "bX"]),
     ("a\\ b c", ["a b", "c"]),
     ("a\\bc", ["abc"]),
     ("a\\b", ["ab"]),
@@ -213,6 +214,7 @@ def test_blanks_bash_keeps_in_a_word_separate_words_here() -> None:
         ("a # x && y\nb", [["a"], ["b"]], [";", ""]),
         ("# only a comment", [], []),
         ("a # x\nb\nc", [["a"], ["b"], ["c"]], [";", ";", ""]),
+        ("a\nb # c\nd", [["a"], ["b"], ["d"]], [";", ";", ""]),
         ("a;# x\nb", [["a"], ["b"]], [";", ""]),
         ("ab cd", [["ab", "cd"]], [""]),
         ("a '&&' b", [["a", "&&", "b"]], [""]),
@@ -253,6 +255,7 @@ def test_separators_split_simple_commands(
         ("a >f >g", ["a"], [(">", "f", False, False), (">", "g", False, False)]),
         ("a 2>f 3>g", ["a"], [("2>", "f", False, False), ("3>", "g", False, False)]),
         ("a > 'my file' b", ["a", "b"], [(">", "my file", False, False)]),
+        ("a > Xf", ["a"], [(">", "Xf", False, False)]),
         ("a >$(b c) d", ["a", "d"], [(">", "$(b c)", False, False)]),
     ],
 )
@@ -288,6 +291,7 @@ def test_a_redirection_belongs_to_its_own_command() -> None:
         ("cat << EOF\nx\nEOF", [("<<", "x", True, False)]),
         ("cat <<-EOF\n\tl1\t\n\t\tl2\n\tEOF\n", [("<<-", "l1\t\nl2", True, False)]),
         ("cat <<-EOF\n  a\n\tEOF\n", [("<<-", "  a", True, False)]),
+        ("cat <<-EOF\n\tXa\nEOF", [("<<-", "Xa", True, False)]),
         ("cat <<EOF\na\nb", [("<<", "a\nb", True, False)]),
         ("cat <<EOF\na\n", [("<<", "a", True, False)]),
         ("cat <<EOF\n a\nEOF \nEOF", [("<<", " a\nEOF ", True, False)]),
