@@ -178,8 +178,14 @@ def report(stored: dict[str, dict[str, Any]] | None = None) -> str:
         " in a first pass), 1 to 3 mutants a second on this 2-core machine; cosmic-ray starts a"
         " fresh test run for each mutant (seconds of imports and collection each), too slow for"
         " 5,300 mutants. minilm tests are left out (onnxruntime's threads do not survive the"
-        " fork) and so is the 16 s memory test; each test starts with the core's caches empty"
-        " (tests/conftest.py), or a mutant would be answered from the original's cache.",
+        " fork) and so are the two memory tests (16 s, and 60 s under tracemalloc: every"
+        " canonical.py mutant would have run it); each test starts with the core's caches empty"
+        " (tests/conftest.py), or a mutant would be answered from the original's cache. A test"
+        " past 60 s fails (`--timeout 60`): a mutant that loops is killed within a minute, not"
+        " at mutmut's CPU limit (30 times the time of the tests that reach it), and hypothesis"
+        " tries 20 fixed examples. A module's row is its last run (bench/results/mutation.json);"
+        " `python -m bench.mutation --module canonical` runs one module, and mutmut itself runs"
+        " chunks: `mutmut run 'antiloop.canonical.x__unwrap__mutmut_*'`, then `--report`.",
         "",
         "| module | mutants | killed | timeout | survived | equivalent | no tests | not run"
         " | score |",
