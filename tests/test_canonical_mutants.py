@@ -40,6 +40,7 @@ def test_a_trailing_backslash_is_a_word_of_its_own() -> None:
         ("foo[^]]", "foo [^]]"),
         ("[a]foo]", "[a] foo ]"),
         ("x]", "x ]"),
+        ("x{2}", "x }"),
         ("foo|", "foo |"),
         ("|foo", "| foo"),
         ("(foo|bar)", "( foo | bar )"),
