@@ -5,6 +5,10 @@ with the fast core tests, then writes bench/results/mutation.md and rebuilds RES
 Every surviving mutant is listed: as equivalent with the reason from
 bench/mutation_equivalent.tsv, or as not killed yet. ``--report`` only writes the report from
 the last run (mutants/); ``--module`` picks modules (default: every one).
+
+Each module's figures are kept in bench/results/mutation.json: a module that mutants/ holds no
+results for keeps the figures of its last run, so a run of some modules (or a helper's
+worktree that ran only its own) never blanks the others' rows.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MUTANTS = ROOT / "mutants" / "src" / "antiloop"
 EQUIVALENT = HERE / "mutation_equivalent.tsv"
+FIGURES = HERE / "results" / "mutation.json"
 
 # guard.py: its decision code only (construction, wrapping and logging are not the core).
 _GUARD = [
@@ -113,25 +119,53 @@ def _short(name: str) -> str:
     return name.removeprefix("antiloop.").replace("x\u01c1", "").replace("\u01c1", ".")
 
 
-def report() -> str:
-    """The "Mutation testing of the core" section."""
+def figures(module: str, same: dict[str, str]) -> dict[str, Any] | None:
+    """A module's figures from mutants/: counts, survivors, equivalents; None if none was run."""
+    codes = results(module)
+    if all(code is None for code in codes.values()):
+        return None
+    counts: Counter[str] = Counter()
+    survivors: list[str] = []
+    equal: list[str] = []
+    for name, code in codes.items():
+        state = status(code)
+        if state == "survived" and name in same:
+            state = "equivalent"
+            equal.append(name)
+        elif state in ("survived", "no tests"):
+            survivors.append(name)
+        counts[state] += 1
+    return {"mutants": len(codes), "counts": dict(counts), "survivors": survivors, "equal": equal}
+
+
+def stored_figures() -> dict[str, dict[str, Any]]:
+    """The figures of each module's last run (bench/results/mutation.json)."""
+    if not FIGURES.exists():
+        return {}
+    stored: dict[str, dict[str, Any]] = json.loads(FIGURES.read_text(encoding="utf-8"))
+    return stored
+
+
+def report(stored: dict[str, dict[str, Any]] | None = None) -> str:
+    """The "Mutation testing of the core" section; ``stored`` gets every module's figures."""
     same = equivalents()
+    kept = stored_figures()
     rows, survivors, equal = [], defaultdict(list), defaultdict(list)
     totals: Counter[str] = Counter()
     for module in MODULES:
-        codes = results(module)
-        counts: Counter[str] = Counter()
-        for name, code in codes.items():
-            state = status(code)
-            if state == "survived" and name in same:
-                state = "equivalent"
-                equal[same[name]].append(name)
-            elif state in ("survived", "no tests"):
-                fn, _, number = _short(name).rpartition("__mutmut_")
-                survivors[fn].append(number)
-            counts[state] += 1
+        found = figures(module, same) or kept.get(module)
+        if found is None:
+            found = {"mutants": 0, "counts": {}, "survivors": [], "equal": []}
+        if stored is not None:
+            stored[module] = found
+        counts: Counter[str] = Counter(found["counts"])
+        for name in found["survivors"]:
+            fn, _, number = _short(name).rpartition("__mutmut_")
+            survivors[fn].append(number)
+        for name in found["equal"]:
+            equal[same.get(name, "equivalent (reason no longer listed)")].append(name)
         totals.update(counts)
-        rows.append(_row(module, len(codes), counts))
+        rows.append(_row(module, found["mutants"], counts))
     lines = [
         "## Mutation testing of the core",
         "",
@@ -144,8 +178,14 @@ def report() -> str:
         " in a first pass), 1 to 3 mutants a second on this 2-core machine; cosmic-ray starts a"
         " fresh test run for each mutant (seconds of imports and collection each), too slow for"
         " 5,300 mutants. minilm tests are left out (onnxruntime's threads do not survive the"
-        " fork) and so is the 16 s memory test; each test starts with the core's caches empty"
-        " (tests/conftest.py), or a mutant would be answered from the original's cache.",
+        " fork) and so are the two memory tests (16 s, and 60 s under tracemalloc: every"
+        " canonical.py mutant would have run it); each test starts with the core's caches empty"
+        " (tests/conftest.py), or a mutant would be answered from the original's cache. A test"
+        " past 60 s fails (`--timeout 60`): a mutant that loops is killed within a minute, not"
+        " at mutmut's CPU limit (30 times the time of the tests that reach it), and hypothesis"
+        " tries 20 fixed examples. A module's row is its last run (bench/results/mutation.json);"
+        " `python -m bench.mutation --module canonical` runs one module, and mutmut itself runs"
+        " chunks: `mutmut run 'antiloop.canonical.x__unwrap__mutmut_*'`, then `--report`.",
         "",
         "| module | mutants | killed | timeout | survived | equivalent | no tests | not run"
         " | score |",
@@ -186,10 +226,12 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     if not ns.report:
         run(ns.module or list(MODULES), ns.max_children, ns.survivors)
-    section = report()
+    stored: dict[str, dict[str, Any]] = {}
+    section = report(stored)
     (HERE / "results").mkdir(exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     (HERE / "results" / "mutation.md").write_text(f"{section}\n_Run {stamp}._\n", encoding="utf-8")
+    FIGURES.write_text(json.dumps(stored, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     from bench.__main__ import write_results
 
     write_results()

@@ -15,6 +15,15 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ANTILOOP_TEST_SHARED") or ROOT.parent / "shared")
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
+# Under mutation testing (the copy under mutants/) hypothesis tries 20 fixed examples, not 100
+# random ones: each surviving mutant runs every test that reaches it, and a kill must not depend
+# on the draw.
+if ROOT.name == "mutants":
+    from hypothesis import settings
+
+    settings.register_profile("mutation", max_examples=20, derandomize=True)
+    settings.load_profile("mutation")
+
 # Hook processes started by the tests answer in-process: a hook daemon started by one test
 # would outlive it. The daemon's own tests (tests/hooks/test_daemon.py) turn it back on, in a
 # socket directory of their own.

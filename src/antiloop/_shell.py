@@ -85,7 +85,17 @@ def _skip_backtick(s: str, i: int) -> int:
 
 
 _ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a",
-                 "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v"}  # fmt: skip
+                 "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "v": "\v", "?": "?"}  # fmt: skip
+# bash's numeric and control escapes of $'..': octal, \xHH, \uHHHH, \UHHHHHHHH, \cX
+_ANSI_CODE = LazyPattern(r"[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|c[^']")
+
+
+def _ansi_code(code: str) -> str:
+    """The character of a numeric or control escape (``101``, ``x41``, ``u263a``, ``cA``)."""
+    if code[0] == "c":
+        return chr(ord(code[1]) & 0x1F)
+    value = int(code, 8) & 0xFF if code[0] in "01234567" else int(code[1:], 16)
+    return chr(value) if value <= 0x10FFFF else ""  # bash writes nothing past U+10FFFF
 
 
 def _read_word(s: str, i: int) -> tuple[str, int, bool]:
@@ -131,7 +141,9 @@ def _read_word(s: str, i: int) -> tuple[str, int, bool]:
                     i += 1
             i += 1
         elif c == "\\":
-            if i + 1 < n and s[i + 1] != "\n":
+            if i + 1 == n:  # a backslash at the very end is itself
+                buf.append(c)
+            elif s[i + 1] != "\n":
                 buf.append(s[i + 1])
             i += 2
         elif c == "`":
@@ -144,7 +156,11 @@ def _read_word(s: str, i: int) -> tuple[str, int, bool]:
                 quoted = True
                 i += 2
                 while i < n and s[i] != "'":
-                    if s[i] == "\\" and i + 1 < n:
+                    code = _ANSI_CODE.compiled.match(s, i + 1) if s[i] == "\\" else None
+                    if code is not None:
+                        buf.append(_ansi_code(code.group()))
+                        i = code.end()
+                    elif s[i] == "\\" and i + 1 < n:
                         buf.append(_ANSI_ESCAPES.get(s[i + 1], "\\" + s[i + 1]))
                         i += 2
                     else:

@@ -483,7 +483,9 @@ def _edge_length(pattern: str, step: int) -> int:
             if at >= 1 and pattern[at - 1] == "\\":
                 i += 2
                 continue
-            if pattern[at] == "]" and (open_ := pattern.rfind("[", 0, at - 1)) >= 0:
+            open_ = pattern.rfind("[", 0, at - 1) if pattern[at] == "]" else -1
+            cls = _RX.regex_noise.match(pattern, open_) if open_ >= 0 else None
+            if cls is not None and cls.end() == at + 1:  # a bracket class ends the pattern
                 i = n - open_
                 continue
             if pattern[at].isalnum():
@@ -1049,8 +1051,8 @@ def _commuting(
         if v is None:
             text.append(f)
         else:
-            v = v.lstrip("\x01")
-            text.append(f + "=" + _render(v) if f.startswith("--") else f + " " + _render(v))
+            v = " ".join(map(_render, v.lstrip("\x01").split("\x00")))  # fd -x: its words
+            text.append(f + "=" + v if f.startswith("--") else f + " " + v)
     if pattern is not None:
         text.append(_render(pattern))
     text.extend(_render(o) for o in canon_ops)
