@@ -117,7 +117,7 @@ class Load:
     steps: int = 12
     workers: int = 4
     pace: float = 0.01
-    give_up: float = 180.0
+    give_up: float = 90.0
     #: run first in each worker thread (``netns.enter``: the client inside a namespace)
     setup: Callable[[], None] = lambda: None
     sent: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
