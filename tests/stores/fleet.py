@@ -123,6 +123,7 @@ class Load:
     sent: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     answers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     failures: int = 0  # store failures and replicas that did not answer, all retried
+    acked: list[tuple[str, float]] = field(default_factory=list)  # (replica, when)
     done_steps: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -158,7 +159,8 @@ class Load:
                 body = step(s, n)
                 started, r = time.monotonic(), s + n
                 while True:
-                    answer = self._post(self.urls[r % len(self.urls)], body)
+                    url = self.urls[r % len(self.urls)]
+                    answer = self._post(url, body)
                     if answer is not None and not _failed(answer):
                         break
                     with self._lock:
@@ -171,6 +173,7 @@ class Load:
                 self.answers[body["session"]].append(answer)
                 with self._lock:
                     self.done_steps += 1
+                    self.acked.append((url, time.monotonic()))
                 time.sleep(self.pace)
 
     def run(self, fault: Callable[[Load], None]) -> None:
