@@ -25,6 +25,7 @@ SUITES = {
     "clis": "bench.clis",
     "goal": "bench.goal",
     "telemetry": "bench.telemetry",
+    "capacity": "bench.capacity",
 }
 
 

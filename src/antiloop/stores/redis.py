@@ -929,20 +929,46 @@ class RedisStore(AuditReading):
         return result
 
     def interventions(self, session: str) -> tuple[str | None, list[str]]:
-        """``stop_requested`` and ``pop_feedback`` together, in one round trip."""
-        stop_key, feedback_key = self._keys(session)[3], self._keys(session)[2]
+        """``stop_requested`` and ``pop_feedback`` together, in one round trip.
+
+        The same round trip reads the session's state, its version and the audit head, so the
+        step judged next (``judge``) commits in one more, whichever replica wrote last.
+        """
+        keys = self._keys(session)
+        stop_key, feedback_key = keys[3], keys[2]
 
         def both(c: Any) -> tuple[str | None, list[str]]:
             pipe = c.pipeline(transaction=True)
             pipe.get(stop_key)
             pipe.lrange(feedback_key, 0, -1)
             pipe.delete(feedback_key)
-            by, items, _ = pipe.execute()
+            pipe.get(keys[1])
+            pipe.get(keys[4])
+            if not self._cluster:  # another slot in a cluster: there the commit re-chains
+                pipe.get(self._head_key)
+            by, items, _, data, version, *head = pipe.execute()
+            self._prime(session, data, (version or b"").decode(), head)
             said = [i.decode("utf-8", "surrogatepass") for i in items]
             return (None if by is None else by.decode()), said
 
         result: tuple[str | None, list[str]] = self._run("read interventions", both)
         return result
+
+    def _prime(self, session: str, data: bytes | None, version: str, head: list[Any]) -> None:
+        """Keep the state (and audit head) just read as what ``judge`` sets against."""
+        with self._tx_lock:
+            if head:
+                self._head = head[0].decode() if head[0] else ""
+            hit = self._states.pop(session)
+            if data is None:
+                self._states.saved(session, b"", SessionState(), "")
+            elif hit is not None and hit[2] == version:
+                self._states.saved(session, *hit)
+            else:
+                try:
+                    self._states.saved(session, data, decode_state(data), version)
+                except Exception:  # judge reads it again and names the damage
+                    return
 
     def request_stop(self, session: str, by: str) -> None:
         """Ask the session to stop."""
