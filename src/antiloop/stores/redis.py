@@ -957,8 +957,12 @@ class RedisStore(AuditReading):
     def _prime(self, session: str, data: bytes | None, version: str, head: list[Any]) -> None:
         """Keep the state (and audit head) just read as what ``judge`` sets against."""
         with self._tx_lock:
-            if head:
-                self._head = head[0].decode() if head[0] else ""
+            if head:  # never older than the head this store's own last commit set
+                read = head[0].decode() if head[0] else ""
+                mine = parse_head(self._head) if self._head else None
+                found = parse_head(read)
+                if mine is None or (found is not None and found[0] > mine[0]):
+                    self._head = read
             hit = self._states.pop(session)
             if data is None:
                 self._states.saved(session, b"", SessionState(), "")
