@@ -3,7 +3,7 @@
 Two network namespaces of the test's own (``tests/stores/netns.py``): Redis, two replicas
 and the client in ``hub``; the third replica in ``cut``, reaching Redis over one veth pair
 and answering the client over another. Mid-load the Redis link goes down for 3 s (packets
-dropped: the cut replica's Redis calls hang until their 1 s timeout, and a commit whose
+dropped: the cut replica's Redis calls hang until their 1 s timeout, and any commit whose
 reply was lost is sent again by the client to another replica), then comes back. After:
 nothing acknowledged lost, nothing recorded twice, every verdict the in-process guard's, no
 approval changed, and the cut replica serves again once healed.
