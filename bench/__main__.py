@@ -26,6 +26,7 @@ SUITES = {
     "goal": "bench.goal",
     "telemetry": "bench.telemetry",
     "json": "bench.json_lib",
+    "capacity": "bench.capacity",
 }
 
 

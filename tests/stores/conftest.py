@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -100,9 +101,13 @@ def _cluster_port() -> int:
 
 
 class RedisCluster:
-    """A Redis Cluster of three masters on free loopback ports, in a directory of its own."""
+    """A Redis Cluster of three masters on free loopback ports, in a directory of its own.
 
-    def __init__(self, directory: Path) -> None:
+    With ``replicas=1`` each master has a replica (six nodes) and a master that stops
+    answering for ``node_timeout`` ms is failed over to it (``kill`` one to see it).
+    """
+
+    def __init__(self, directory: Path, replicas: int = 0, node_timeout: int = 15000) -> None:
         binary, cli = shutil.which("redis-server"), shutil.which("redis-cli")
         if binary is None or cli is None:
             reason = "redis-server and redis-cli are needed for the Redis Cluster tests"
@@ -110,37 +115,51 @@ class RedisCluster:
                 pytest.fail(f"{reason} (CI=true: they are required)")
             pytest.skip(reason)
         self.directory = directory
-        self.ports = [_cluster_port() for _ in range(3)]
+        self.ports = [_cluster_port() for _ in range(3 * (1 + replicas))]
+        self.argv = [binary, "--bind", "127.0.0.1", "--cluster-node-timeout", str(node_timeout)]
         self.processes: list[subprocess.Popen[bytes]] = []
         for port in self.ports:
-            node = directory / str(port)
-            node.mkdir()
-            self.processes.append(
-                subprocess.Popen(
-                    [
-                        *(binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(node)),
-                        *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
-                        *("--save", "", "--appendonly", "no", "--daemonize", "no"),
-                    ],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
+            (directory / str(port)).mkdir()
+            self.processes.append(self._start(port))
         for port in self.ports:
             self._wait(lambda p=port: _listening(("127.0.0.1", p)), f"node {port} to listen")
         nodes = [f"127.0.0.1:{p}" for p in self.ports]
         subprocess.run(
-            [cli, "--cluster", "create", *nodes, "--cluster-yes"],
+            [
+                cli,
+                "--cluster",
+                "create",
+                *nodes,
+                "--cluster-replicas",
+                str(replicas),
+                "--cluster-yes",
+            ],
             check=True,
             capture_output=True,
             timeout=60,
         )
         self._wait(self._ok, "the cluster to be ok")
 
+    def _start(self, port: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [
+                *(*self.argv, "--port", str(port), "--dir", str(self.directory / str(port))),
+                *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"),
+                *("--save", "", "--appendonly", "no", "--daemonize", "no"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def restart(self, port: int) -> None:
+        """Start a killed node again: it rejoins (a failed-over master as a replica)."""
+        self.processes[self.ports.index(port)] = self._start(port)
+        self._wait(lambda: _listening(("127.0.0.1", port)), f"node {port} to listen")
+
     def _ok(self) -> bool:
         import redis
 
-        for port in self.ports:
+        for port in self.live():
             client = redis.Redis(port=port, socket_timeout=2)
             try:
                 info = client.execute_command("CLUSTER", "INFO").decode()
@@ -160,17 +179,78 @@ class RedisCluster:
 
     @property
     def url(self) -> str:
-        """A ``redis+cluster://`` URL through the first node."""
-        return f"redis+cluster://127.0.0.1:{self.ports[0]}"
+        """A ``redis+cluster://`` URL through the first live node."""
+        return f"redis+cluster://127.0.0.1:{self.live()[0]}"
 
     def client(self) -> Any:
         """A raw cluster client."""
         import redis
 
-        return redis.RedisCluster(host="127.0.0.1", port=self.ports[0])
+        return redis.RedisCluster(host="127.0.0.1", port=self.live()[0])
+
+    def live(self) -> list[int]:
+        """The ports of the nodes not killed."""
+        return [p for p, n in zip(self.ports, self.processes, strict=True) if n.poll() is None]
+
+    def master_of(self, key: str) -> int:
+        """The port of the master serving ``key``'s slot now."""
+        import redis
+
+        client = redis.RedisCluster(host="127.0.0.1", port=self.live()[0])
+        try:
+            return int(client.get_node_from_key(key).port)
+        finally:
+            client.close()
+
+    def replica_of(self, port: int) -> int:
+        """The port of the master's replica."""
+        import redis
+
+        client = redis.Redis(port=port, socket_timeout=2)
+        try:
+            info = client.info("replication")
+        finally:
+            client.close()
+        return int(info["slave0"]["port"])
+
+    def cut_replica(self, port: int) -> int:
+        """Stop the master's replica (SIGSTOP) and drop its link: it lags from now on.
+
+        The master stops streaming to it; what the kernel had buffered for it is all it gets.
+        Returns the replica's port (``signal(port, SIGCONT)`` lets it go on).
+        """
+        import redis
+
+        replica = self.replica_of(port)
+        self.signal(replica, signal.SIGSTOP)
+        client = redis.Redis(port=port, socket_timeout=2)
+        try:
+            client.execute_command("CLIENT", "KILL", "TYPE", "replica")
+        finally:
+            client.close()
+        return replica
+
+    def signal(self, port: int, sig: int) -> None:
+        """Send a node a signal (SIGSTOP: it lags behind; SIGCONT: it goes on)."""
+        self.processes[self.ports.index(port)].send_signal(sig)
+
+    def kill(self, port: int) -> None:
+        """SIGKILL one node: what it had not yet sent its replica is gone."""
+        process = self.processes[self.ports.index(port)]
+        process.kill()
+        process.wait()
+
+    def wait_master(self, key: str, port: int) -> None:
+        """Wait until the node on ``port`` is the master serving ``key`` (a failover is done)."""
+        self._wait(lambda: self.master_of(key) == port and self._ok(), f"{port} to take {key}")
+
+    def wait_ok(self) -> None:
+        """Wait until every live node reports the cluster ok (a failover is over)."""
+        self._wait(self._ok, "the cluster to be ok")
 
     def stop(self) -> None:
         for process in self.processes:
+            process.send_signal(signal.SIGCONT)
             process.kill()
             process.wait()
 

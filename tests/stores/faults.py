@@ -18,12 +18,19 @@ def store_failed(verdict: Verdict) -> bool:
 
 @dataclass
 class Tally:
-    """Steps sent, acknowledged (a verdict that is no store failure), lost and doubled."""
+    """Steps sent, acknowledged (a verdict that is no store failure), lost and doubled; for
+    a fleet, verdicts missed (not the in-process guard's) and approvals changed."""
 
     steps: int = 0
     acknowledged: int = 0
     lost: int = 0
     doubled: int = 0
+    missed: int = 0
+    changed: int = 0
+
+    def harm(self) -> tuple[int, int, int, int]:
+        """``(lost, doubled, missed, changed)``: all four must be 0."""
+        return self.lost, self.doubled, self.missed, self.changed
 
 
 def tally(
@@ -51,3 +58,36 @@ def tally(
                 result.lost += kept[f"contents {n}"] == 0
             result.doubled += kept[f"contents {n}"] > 1
     return result
+
+
+def seed_approvals(store: Any, tag: str = "ap") -> list[dict[str, Any]]:
+    """Four approval requests, two of them decided; what they read as now (``to_dict``)."""
+    from antiloop.approval.request import ApprovalRequest
+
+    for i in range(4):
+        store.put_approval(
+            ApprovalRequest(
+                f"{tag}{i}",
+                f"{tag}-s{i}",
+                "a",
+                "bash",
+                {"command": f"deploy {i}"},
+                "exec",
+                "deploys",
+                100.0 + i,
+            )
+        )
+    store.decide_approval(f"{tag}0", "approved", "ann", comment="ok", now=150.0)
+    store.decide_approval(f"{tag}1", "denied", "bob", now=151.0)
+    return approvals_now(store, tag)
+
+
+def approvals_now(store: Any, tag: str = "ap") -> list[dict[str, Any]]:
+    """The seeded requests as the store reads them now."""
+    found = [store.get_approval(f"{tag}{i}") for i in range(4)]
+    return [{} if r is None else r.to_dict() for r in found]
+
+
+def changed(before: list[dict[str, Any]], store: Any, tag: str = "ap") -> int:
+    """How many seeded approval requests read differently now."""
+    return sum(a != b for a, b in zip(before, approvals_now(store, tag), strict=True))

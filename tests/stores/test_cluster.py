@@ -61,3 +61,40 @@ def test_a_cluster_url_without_a_cluster_is_a_store_error() -> None:
 
     with pytest.raises(StoreError, match="could not reach the Redis Cluster"):
         open_store("redis+cluster://127.0.0.1:1?timeout=0.5")
+
+
+def test_a_save_lost_after_the_records_is_retried_without_a_second_record(
+    redis_cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's master fails between the audit append and the save (a failover): the
+    step is not acknowledged, and its retry by id is recorded once, not twice.
+
+    Before the audit slot's ledger of step ids the retry appended its records again
+    (indexes ``[0, 1, 2, 2]``).
+    """
+    from antiloop.errors import StoreError
+
+    url = f"{redis_cluster.url}?prefix=cl-{uuid.uuid4().hex[:8]}"
+    store = open_store(url)
+    assert isinstance(store, RedisStore)
+    guard = Guard(config=CONFIG, store=store, audit=True, on_store_error="allow")
+    steps = [Step(tool="read", args={"path": f"f{n}"}, session="s", id=f"c{n}") for n in range(3)]
+    for step in steps[:2]:
+        guard.record(step)
+    real_call = store._call
+
+    def save_fails(script: str, keys: list[str], args: list[Any], what: str, **kw: Any) -> Any:
+        if what == "save":
+            raise StoreError("the session's master went away")
+        return real_call(script, keys, args, what, **kw)
+
+    monkeypatch.setattr(store, "_call", save_fails)
+    assert guard.record(steps[2]).reason.startswith("unguarded")
+    monkeypatch.setattr(store, "_call", real_call)
+    assert guard.record(steps[2]).action is Action.CONTINUE  # the retry, by the same id
+    try:
+        assert store.peek("s").steps == 3
+        assert [r.index for r in store.audit_records("s")] == [0, 1, 2]
+        assert store.verify_audit() == []
+    finally:
+        store.close()

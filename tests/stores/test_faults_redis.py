@@ -55,6 +55,7 @@ class RedisServer:
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
         self.kills = 0
+        self.bind = ["127.0.0.1"]  # more addresses: a namespace's veth (test_fleet_partition)
 
     def start(self) -> None:
         """Start (or restart, on the same files and port) and wait until it answers."""
@@ -64,7 +65,9 @@ class RedisServer:
                 "--port",
                 str(self.port),
                 "--bind",
-                "127.0.0.1",
+                *self.bind,
+                # the other addresses are a test namespace's own: let its replicas in
+                *(("--protected-mode", "no") if len(self.bind) > 1 else ()),
                 "--dir",
                 str(self.directory),
                 "--appendonly",

@@ -10,6 +10,7 @@ that is empty or starts with ``}`` is tagged ``~{<digest>}`` instead, as ``{}`` 
     <prefix>:{<session>}:stop       who asked the session to stop
     <prefix>:sessions               a sorted set of session ids by last update
     <prefix>:{audit}:log / :head    the audit chain (one per store) and its head
+    <prefix>:{audit}:ledger         step ids appended lately (a cluster client's, see below)
     <prefix>:{approval:<id>}        an approval request (JSON); ids in <prefix>:approvals
     <prefix>:{cache:<digest>}       a cached result
 
@@ -34,14 +35,21 @@ the audit records, the head, the state, its version and the index entry without 
 every check runs before the first write, so a refused commit writes nothing. Redis has no
 rollback: a command failing after the checks (out of memory under ``maxmemory``) would leave
 the writes before it (the records go first, so a state is never saved without its records).
-Replication is asynchronous: a failover can lose the last acknowledged steps. A cluster client
-cannot run one script over the session's slot and the audit log's: it saves the state in one
-script and appends the records in another, in one pipeline (each atomic, the pair not), and
-judges through ``transaction()``. Deciding an approval is a WATCH/MULTI retry loop.
+Replication is asynchronous: a failover can lose the last acknowledged steps, unless
+``wait_replicas=N``: then every write of a step is followed by ``WAIT N`` on its connection
+(in the same round trip), and a step is acknowledged only once N replicas hold it (fewer
+within ``timeout / 2`` is a ``StoreError``: the step is not acknowledged). A cluster client
+cannot run one script over the session's slot and the audit log's: it judges through
+``transaction()``, appends the records in one script and then saves the state in another
+(each atomic, the pair not). The append notes the step's ids in the audit slot's ledger and
+appends nothing for ids it holds, so a step whose save failed after its records (its master
+failed over) is recorded once when it is sent again.
+Deciding an approval is a WATCH/MULTI retry loop.
 
 URL options (taken out of the URL before it reaches redis-py): ``prefix``, ``ttl`` (seconds),
 ``lock_ttl`` (seconds), ``audit_cap`` (bytes), ``timeout`` (socket and connect timeout,
-seconds, default 2: a hung server costs a step at most that, then ``on_store_error`` applies).
+seconds, default 2: a hung server costs a step at most that, then ``on_store_error`` applies),
+``wait_replicas`` (replicas that must hold a step before it is acknowledged, default 0).
 """
 
 from __future__ import annotations
@@ -143,6 +151,28 @@ redis.call('SET', KEYS[2], ARGV[2])
 return {1, ARGV[2]}
 """
 
+# A cluster client's append of a judged step: once per step id (a retry after a save that
+# failed, or a resent script, finds its ids in the ledger and appends nothing).
+# KEYS: log, head, ledger. ARGV: expected head, new head, ledger cap, now, id count, ids...,
+# records... -> {1, head} appended, {2, head} every id was appended before, or {0, head}.
+_APPEND_ONCE = """
+local n = tonumber(ARGV[5])
+local seen = n > 0
+for i = 6, 5 + n do
+  if not redis.call('ZSCORE', KEYS[3], ARGV[i]) then seen = false end
+end
+if seen then return {2, redis.call('GET', KEYS[2]) or ''} end
+local head = redis.call('GET', KEYS[2]) or ''
+if head ~= ARGV[1] then return {0, head} end
+for i = 6 + n, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+redis.call('SET', KEYS[2], ARGV[2])
+for i = 6, 5 + n do redis.call('ZADD', KEYS[3], ARGV[4], ARGV[i]) end
+redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
+return {1, ARGV[2]}
+"""
+LEDGER_KEPT = 100_000
+"""Step ids a cluster store's audit ledger remembers (of every session; oldest dropped)."""
+
 
 class _Transaction:
     __slots__ = ("_session", "_state", "_store", "_token")
@@ -175,6 +205,7 @@ class _Transaction:
             data = got[1] if len(got) > 1 else None
             state = store._states.load(self._session, data)
             store._pending = []
+            store._ids = []
         except BaseException:
             if self._token:
                 store._release(self._session, self._token)
@@ -219,6 +250,8 @@ class RedisStore(Records):
         lock_ttl: seconds a session lock lives if its holder dies.
         audit_cap: bytes of UTF-8 kept of each audit record's args, output and error.
         clock: seconds since the epoch, for times and cache expiry.
+        wait_replicas: replicas that must hold a step's writes before it is acknowledged.
+        wait_timeout: seconds ``WAIT`` waits for them.
     """
 
     def __init__(
@@ -231,8 +264,12 @@ class RedisStore(Records):
         lock_ttl: float = 30.0,
         audit_cap: int = 4096,
         clock: Callable[[], float] = time.time,
+        wait_replicas: int = 0,
+        wait_timeout: float = DEFAULT_TIMEOUT / 2,
     ) -> None:
         self._client = client
+        self.wait_replicas = wait_replicas
+        self.wait_timeout = wait_timeout
         self._url = hide_password(url)
         self.prefix = prefix
         self.ttl = int(ttl)
@@ -245,7 +282,9 @@ class RedisStore(Records):
         self._head: str | None = None  # the audit head as last seen ("seq hash")
         # One script cannot span a cluster's slots: a cluster client saves in two.
         self._cluster = hasattr(client, "get_nodes")
+        self._ids: list[str] = []  # the step ids of the step judge() is saving (cluster)
         self._log = f"{prefix}:{{audit}}:log"
+        self._ledger = f"{prefix}:{{audit}}:ledger"
         self._head_key = f"{prefix}:{{audit}}:head"
         self._index = f"{prefix}:sessions"
 
@@ -267,9 +306,17 @@ class RedisStore(Records):
             raise MissingExtra("redis", "redis", "the redis:// store") from exc
         base, opts = split_options(
             url,
-            {"prefix": str, "ttl": float, "lock_ttl": float, "audit_cap": int, "timeout": float},
+            {
+                "prefix": str,
+                "ttl": float,
+                "lock_ttl": float,
+                "audit_cap": int,
+                "timeout": float,
+                "wait_replicas": int,
+            },
         )
         timeout = opts.pop("timeout", DEFAULT_TIMEOUT)
+        opts["wait_timeout"] = timeout / 2
         parts = urlsplit(base)
         if parts.scheme.endswith("+cluster"):  # redis+cluster://host:port: any node will do
             scheme = parts.scheme.removesuffix("+cluster")
@@ -313,13 +360,33 @@ class RedisStore(Records):
             f"{base}:version",
         ]
 
-    def _call(self, script: str, keys: list[str], args: list[Any], what: str) -> Any:
+    def _call(
+        self, script: str, keys: list[str], args: list[Any], what: str, wait: bool = False
+    ) -> Any:
         # EVAL, not EVALSHA: no NOSCRIPT after a server restart, and a pipeline needs no
         # SCRIPT EXISTS round trip; Redis keeps the compiled script by its digest anyway.
         try:
-            return self._client.eval(script, len(keys), *keys, *args)
+            return self._eval(script, keys, args, wait)
         except Exception as exc:
             raise self._failed(what, exc) from exc
+
+    def _eval(self, script: str, keys: list[str], args: list[Any], wait: bool) -> Any:
+        """EVAL; with ``wait`` and ``wait_replicas``, WAIT on the same connection after it."""
+        if not (wait and self.wait_replicas):
+            return self._client.eval(script, len(keys), *keys, *args)
+        client = self._client
+        if self._cluster:  # WAIT counts the writes of its own connection: the key's node's
+            client = client.get_node_from_key(keys[0]).redis_connection
+        pipe = client.pipeline(transaction=False)
+        pipe.eval(script, len(keys), *keys, *args)
+        pipe.execute_command("WAIT", self.wait_replicas, int(self.wait_timeout * 1000))
+        reply, held = pipe.execute()
+        if int(held) < self.wait_replicas:
+            raise StoreError(
+                f"{held} of wait_replicas={self.wait_replicas} replicas held the write within "
+                f"{self.wait_timeout:g} s; the step is not acknowledged"
+            )
+        return reply
 
     def _failed(self, what: str, exc: BaseException) -> StoreError:
         return StoreError(f"could not {what} in {self._url}: {type(exc).__name__}: {exc}")
@@ -402,16 +469,11 @@ class RedisStore(Records):
             if rows:
                 args += [head or "", *rows]
             try:
-                reply = self._client.eval(
+                reply = self._eval(
                     _COMMIT,
-                    6,
-                    keys[0],
-                    keys[1],
-                    keys[4],
-                    self._log,
-                    self._head_key,
-                    self._index,
-                    *args,
+                    [keys[0], keys[1], keys[4], self._log, self._head_key, self._index],
+                    args,
+                    wait=True,
                 )
             except Exception as exc:
                 self._head = None
@@ -444,13 +506,14 @@ class RedisStore(Records):
         try:
             if pending:
                 head = self._head if self._head is not None else self._read_head()
-                rows = self._chain(head, pending)
-                self._appended(
-                    self._call(_APPEND, [self._log, self._head_key], [head, *rows], "append"),
-                    pending,
-                )
+                ids = [f"{session}\n{i}" for i in self._ids]
+                self._appended(self._append(head, self._chain(head, pending), ids), pending, ids)
             saved = self._call(
-                _EXIT, [keys[0], keys[1], keys[4]], [token, data, self.ttl, version], "save"
+                _EXIT,
+                [keys[0], keys[1], keys[4]],
+                [token, data, self.ttl, version],
+                "save",
+                wait=True,
             )
             if saved == 1:
                 self._run("index a session", lambda c: c.zadd(self._index, {session: self.clock()}))
@@ -485,7 +548,9 @@ class RedisStore(Records):
         """
         if self._cluster:
             with self.transaction(session) as state:
+                before = set(state.seen)
                 result, events = fn(state)
+                self._ids = [i for i in state.seen if i not in before]
                 for event in events:
                     self.append_audit(event)
             return result
@@ -581,19 +646,35 @@ class RedisStore(Records):
             seq = self._run("read the audit log", lambda c: c.llen(self._log))
         return seq, text[:64]
 
-    def _appended(self, result: Any, events: list[AuditEvent]) -> None:
-        """Retry the append until it lands on the current head."""
+    def _appended(self, result: Any, events: list[AuditEvent], ids: Sequence[str] = ()) -> None:
+        """Retry the append until it lands on the current head (once per step id)."""
         for _ in range(1000):
             ok, head = result[0], result[1]
             head = head.decode() if isinstance(head, bytes) else str(head)
             self._head = head
-            if ok == 1:
+            if ok in (1, 2):
                 return
             rows = self._chain(head, events)
-            result = self._call(
-                _APPEND, [self._log, self._head_key], [head, *rows], "append to the audit log"
-            )
+            result = self._append(head, rows, ids)
         raise StoreError(f"could not append to the audit log of {self._url}: too much contention")
+
+    def _append(self, head: str, rows: list[str], ids: Sequence[str]) -> Any:
+        """Run the append script: ``_APPEND_ONCE`` when the records are a step's with ids."""
+        if not ids:
+            return self._call(
+                _APPEND,
+                [self._log, self._head_key],
+                [head, *rows],
+                "append to the audit log",
+                wait=True,
+            )
+        return self._call(
+            _APPEND_ONCE,
+            [self._log, self._head_key, self._ledger],
+            [head, rows[0], LEDGER_KEPT, self.clock(), len(ids), *ids, *rows[1:]],
+            "append to the audit log",
+            wait=True,
+        )
 
     def peek(self, session: str) -> SessionState | None:
         """The saved state, or None."""
@@ -647,11 +728,7 @@ class RedisStore(Records):
                 self._pending.append(event)
                 return
             head = self._head if self._head is not None else self._read_head()
-            rows = self._chain(head, [event])
-            result = self._call(
-                _APPEND, [self._log, self._head_key], [head, *rows], "append to the audit log"
-            )
-            self._appended(result, [event])
+            self._appended(self._append(head, self._chain(head, [event]), ()), [event])
 
     def _audit_rows(self, since_seq: int = 0) -> list[AuditRow]:
         import json
@@ -815,20 +892,50 @@ class RedisStore(Records):
         return result
 
     def interventions(self, session: str) -> tuple[str | None, list[str]]:
-        """``stop_requested`` and ``pop_feedback`` together, in one round trip."""
-        stop_key, feedback_key = self._keys(session)[3], self._keys(session)[2]
+        """``stop_requested`` and ``pop_feedback`` together, in one round trip.
+
+        The same round trip reads the session's state, its version and the audit head, so the
+        step judged next (``judge``) commits in one more, whichever replica wrote last.
+        """
+        keys = self._keys(session)
+        stop_key, feedback_key = keys[3], keys[2]
 
         def both(c: Any) -> tuple[str | None, list[str]]:
             pipe = c.pipeline(transaction=True)
             pipe.get(stop_key)
             pipe.lrange(feedback_key, 0, -1)
             pipe.delete(feedback_key)
-            by, items, _ = pipe.execute()
+            pipe.get(keys[1])
+            pipe.get(keys[4])
+            if not self._cluster:  # another slot in a cluster: there the commit re-chains
+                pipe.get(self._head_key)
+            by, items, _, data, version, *head = pipe.execute()
+            self._prime(session, data, (version or b"").decode(), head)
             said = [i.decode("utf-8", "surrogatepass") for i in items]
             return (None if by is None else by.decode()), said
 
         result: tuple[str | None, list[str]] = self._run("read interventions", both)
         return result
+
+    def _prime(self, session: str, data: bytes | None, version: str, head: list[Any]) -> None:
+        """Keep the state (and audit head) just read as what ``judge`` sets against."""
+        with self._tx_lock:
+            if head:  # never older than the head this store's own last commit set
+                read = head[0].decode() if head[0] else ""
+                mine = parse_head(self._head) if self._head else None
+                found = parse_head(read)
+                if mine is None or (found is not None and found[0] > mine[0]):
+                    self._head = read
+            hit = self._states.pop(session)
+            if data is None:
+                self._states.saved(session, b"", SessionState(), "")
+            elif hit is not None and hit[2] == version:
+                self._states.saved(session, *hit)
+            else:
+                try:
+                    self._states.saved(session, data, decode_state(data), version)
+                except Exception:  # judge reads it again and names the damage
+                    return
 
     def request_stop(self, session: str, by: str) -> None:
         """Ask the session to stop."""
