@@ -4,7 +4,9 @@ Runs mutmut 3 ([tool.mutmut] in pyproject.toml) over the core modules, one modul
 with the fast core tests, then writes bench/results/mutation.md and rebuilds RESULTS.md.
 Every surviving mutant is listed: as equivalent with the reason from
 bench/mutation_equivalent.tsv, or as not killed yet. ``--report`` only writes the report from
-the last run (mutants/); ``--module`` picks modules (default: every one).
+the last run (mutants/); ``--module`` picks modules (default: every one). A module this
+checkout has no results for keeps its row, survivors and equivalents from the previous report,
+so helpers that each run some modules do not overwrite the others' figures.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -23,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 MUTANTS = ROOT / "mutants" / "src" / "antiloop"
 EQUIVALENT = HERE / "mutation_equivalent.tsv"
+REPORT = HERE / "results" / "mutation.md"
 
 # guard.py: its decision code only (construction, wrapping and logging are not the core).
 _GUARD = [
@@ -113,19 +117,52 @@ def _short(name: str) -> str:
     return name.removeprefix("antiloop.").replace("x\u01c1", "").replace("\u01c1", ".")
 
 
+_CELLS = ("killed", "timeout", "survived", "equivalent", "no tests", "not run")
+
+
+class _Kept:
+    """What the previous report says of each module: its row, survivor and equivalent lines."""
+
+    def __init__(self, text: str) -> None:
+        self.rows: dict[str, tuple[str, Counter[str]]] = {}
+        self.survivors: dict[str, dict[str, list[str]]] = defaultdict(dict)
+        self.equal: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+        for line in text.splitlines():
+            row = re.fullmatch(r"\| (\w+) \| (\d+) \|((?: \d+ \|){6}) .*", line)
+            if row:
+                cells = map(int, row[3].replace("|", " ").split())
+                self.rows[row[1]] = (line, Counter(dict(zip(_CELLS, cells, strict=True))))
+            elif survivor := re.fullmatch(r"- `((\w+)\.[^`]+)`: ([\d, ]+)", line):
+                numbers = survivor[3].split(", ")
+                self.survivors[survivor[2]][survivor[1]] = numbers
+            elif equal := re.fullmatch(r"- (.+?): ((?:`[^`]+`(?:, )?)+)", line):
+                for name in re.findall(r"`([^`]+)`", equal[2]):
+                    self.equal[name.partition(".")[0]][equal[1]].append(name)
+
+
 def report() -> str:
     """The "Mutation testing of the core" section."""
     same = equivalents()
+    kept = _Kept(REPORT.read_text(encoding="utf-8") if REPORT.exists() else "")
     rows, survivors, equal = [], defaultdict(list), defaultdict(list)
     totals: Counter[str] = Counter()
     for module in MODULES:
         codes = results(module)
-        counts: Counter[str] = Counter()
+        if module in kept.rows and all(c is None for c in codes.values()):  # not run here
+            row, counts = kept.rows[module]
+            rows.append(row)
+            totals.update(counts)
+            for fn, numbers in kept.survivors[module].items():
+                survivors[fn].extend(numbers)
+            for why, names in kept.equal[module].items():
+                equal[why].extend(names)
+            continue
+        counts = Counter()
         for name, code in codes.items():
             state = status(code)
             if state == "survived" and name in same:
                 state = "equivalent"
-                equal[same[name]].append(name)
+                equal[same[name]].append(_short(name))
             elif state in ("survived", "no tests"):
                 fn, _, number = _short(name).rpartition("__mutmut_")
                 survivors[fn].append(number)
@@ -162,7 +199,7 @@ def report() -> str:
     if equal:
         lines += ["Equivalent mutants (same behaviour as the original), by reason:", ""]
         for why, names in sorted(equal.items()):
-            lines.append(f"- {why}: {', '.join(f'`{_short(n)}`' for n in sorted(names))}")
+            lines.append(f"- {why}: {', '.join(f'`{n}`' for n in sorted(names))}")
         lines.append("")
     return "\n".join(lines)
 
@@ -171,7 +208,7 @@ def _row(module: str, total: int, c: Counter[str]) -> str:
     run_ = total - c["not run"]
     judged = run_ - c["equivalent"]
     score = f"{100 * (c['killed'] + c['timeout']) / judged:.1f}%" if judged else "-"
-    cells = [c[k] for k in ("killed", "timeout", "survived", "equivalent", "no tests", "not run")]
+    cells = [c[k] for k in _CELLS]
     return f"| {module} | {total} | {' | '.join(map(str, cells))} | {score} |"
 
 
@@ -189,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     section = report()
     (HERE / "results").mkdir(exist_ok=True)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    (HERE / "results" / "mutation.md").write_text(f"{section}\n_Run {stamp}._\n", encoding="utf-8")
+    REPORT.write_text(f"{section}\n_Run {stamp}._\n", encoding="utf-8")
     from bench.__main__ import write_results
 
     write_results()
