@@ -477,12 +477,18 @@ def _next_line_start(text: str, needle: str, pos: int, end: int) -> int:
 
 
 def _line_around(text: str, at: int) -> tuple[str, int]:
-    """The line holding position ``at`` (cut at LINE_CAP) and where the next line starts."""
+    """The line holding position ``at`` (cut at LINE_CAP) and where the next line starts.
+
+    A longer line keeps its start, unless the error at ``at`` lies in the last quarter of
+    what is kept or beyond: then what is kept starts a quarter of LINE_CAP before the error.
+    """
     start = text.rfind("\n", max(0, at - LINE_CAP), at) + 1
     if start == 0 and at > LINE_CAP:
         start = at - LINE_CAP
     stop = text.find("\n", at)
     nxt = len(text) if stop < 0 else stop + 1
+    if at - start > LINE_CAP - LINE_CAP // 4 and nxt - start > LINE_CAP:
+        start = at - LINE_CAP // 4
     return text[start : min(nxt, start + LINE_CAP)].rstrip("\r\n"), nxt
 
 
