@@ -1252,3 +1252,17 @@ def test_a_found_header_is_dropped_above_the_lines_only(output: str, count: int)
 def test_the_search_goes_on_after_a_line_without_error(output: str, line: str) -> None:
     """After a line that says there is no error the next error line is read; the first wins."""
     assert run(output).error_line == line
+
+
+@pytest.mark.parametrize("before", ["é" * 40, "é" * 20 + "a" * 10, "a" * 40, "€" * 30])
+def test_a_secret_across_the_start_read_for_the_head_is_redacted_whole(before: str) -> None:
+    """The head of a long output never shows the start of a secret, whatever precedes it."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    head = run(f"{before} {token}" + " tail" * 20).head
+    assert "ghp_" not in head
+    assert head == _cut_head(f"{before} [REDACTED]" + " tail" * 20)
+
+
+def _cut_head(text: str) -> str:
+    """A text cut as a head is: 49 characters, the trailing blank dropped, then "…"."""
+    return text[:49].rstrip() + "…"

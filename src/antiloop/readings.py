@@ -769,12 +769,15 @@ def _head(scrubbed_start: bytes) -> str:
     """The start of a scrubbed text on one line, white space collapsed, cut at HEAD_CHARS.
 
     A few bytes more than HEAD_CHARS nearly always give more than HEAD_CHARS characters; what
-    a start gives is the start of what all would give, so the cut is the same.
+    a start gives, up to its last blank (no word, so no secret, is cut short), is the start of
+    what all would give, so the cut is the same.
     """
     for size in (2 * HEAD_CHARS, 5 * HEAD_CHARS):
         if len(scrubbed_start) <= size:
             break
-        short = redact_text(" ".join(scrubbed_start[:size].decode("utf-8", "ignore").split()))
+        start = scrubbed_start[:size]
+        end = max(start.rfind(b" "), start.rfind(b"\n"), start.rfind(b"\t"))
+        short = redact_text(" ".join(start[: max(end, 0)].decode("utf-8", "ignore").split()))
         if len(short) > HEAD_CHARS:  # redacted before the cut: no secret is left half-cut
             return short[: HEAD_CHARS - 1].rstrip() + "…"
     return _cut(redact_text(" ".join(scrubbed_start.decode("utf-8", "ignore").split())))
