@@ -1266,3 +1266,37 @@ def test_a_secret_across_the_start_read_for_the_head_is_redacted_whole(before: s
 def _cut_head(text: str) -> str:
     """A text cut as a head is: 49 characters, the trailing blank dropped, then "…"."""
     return text[:49].rstrip() + "…"
+
+
+@pytest.mark.parametrize("size", [512 * 1024 + 64 * 1024, 512 * 1024 + 63 * 1024])
+def test_an_error_line_across_the_first_512_kib_is_read_whole(size: int) -> None:
+    """A text of up to 576 KiB is searched whole: an error line across 512 KiB is not cut."""
+    start = "ok\n" * ((512 * 1024 - 10) // 3)
+    start += "x" * (512 * 1024 - 10 - len(start)) + "\n"
+    text = start + "error: this line crosses the mark\n"
+    text += "y" * (size - len(text) - 1) + "\n"
+    assert run(text).error_line == "error: this line crosses the mark"
+
+
+@pytest.mark.parametrize(
+    ("output", "line"),
+    [
+        # the error word at character 300 of a long line: the line's first 400 characters
+        ("y" * 299 + " error: A" + "z" * 200, "y" * 299 + " error: A" + "z" * 92),
+        # at character 301: the 400 characters from 100 before the word
+        ("y" * 300 + " error: A" + "z" * 200, "y" * 99 + " error: A" + "z" * 200),
+        # a line of exactly 400 characters is kept whole
+        ("y" * 349 + " error: A" + "z" * 42 + "\nnext\n", "y" * 349 + " error: A" + "z" * 42),
+        # a line shorter than 400 characters is kept whole, wherever its error word is
+        (
+            "p" * 500 + "\n" + "y" * 319 + " error: A" + "z" * 22 + "\n",
+            "y" * 319 + " error: A" + "z" * 22,
+        ),
+        # a long line late in the text, its error word near its start: its first 400 characters
+        ("p" * 349 + "\nab error: B" + "z" * 500, "ab error: B" + "z" * 389),
+    ],
+)
+def test_the_part_of_a_long_line_kept_as_its_error_line(output: str, line: str) -> None:
+    """A line longer than 400 characters keeps its first 400, or, when its error word lies past
+    character 300, the 400 from 100 characters before the word."""
+    assert run(output).error_line == line

@@ -482,12 +482,10 @@ def _line_around(text: str, at: int) -> tuple[str, int]:
     A longer line keeps its start, unless the error at ``at`` lies in the last quarter of
     what is kept or beyond: then what is kept starts a quarter of LINE_CAP before the error.
     """
-    start = text.rfind("\n", max(0, at - LINE_CAP), at) + 1
-    if start == 0 and at > LINE_CAP:
-        start = at - LINE_CAP
+    start = text.rfind("\n", max(0, at - LINE_CAP), at) + 1  # 0 also: no newline that near
     stop = text.find("\n", at)
-    nxt = len(text) if stop < 0 else stop + 1
-    if at - start > LINE_CAP - LINE_CAP // 4 and nxt - start > LINE_CAP:
+    end, nxt = (len(text), len(text)) if stop < 0 else (stop, stop + 1)
+    if at - start > LINE_CAP - LINE_CAP // 4 and end - start > LINE_CAP:
         start = at - LINE_CAP // 4
     return text[start : min(nxt, start + LINE_CAP)].rstrip("\r\n"), nxt
 
