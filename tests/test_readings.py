@@ -1152,6 +1152,8 @@ def test_a_huge_grep_output_is_a_match_set() -> None:
     assert same.label == f"{HUGE_LINES} matches"
     fewer = read_result("grep", False, _listing(range(HUGE_LINES - 1)), None, 0, {})
     assert same_result(a, fewer) is None
+    spaced = "".join(f"src/m{i}.py: a match here\n" for i in range(HUGE_LINES))
+    assert read_result("grep", False, spaced, None, 0, {}).match_count == HUGE_LINES
 
 
 def test_a_huge_error_without_output_is_no_match() -> None:
