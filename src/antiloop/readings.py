@@ -477,12 +477,16 @@ def _next_line_start(text: str, needle: str, pos: int, end: int) -> int:
 
 
 def _line_around(text: str, at: int) -> tuple[str, int]:
-    """The line holding position ``at`` (cut at LINE_CAP) and where the next line starts."""
-    start = text.rfind("\n", max(0, at - LINE_CAP), at) + 1
-    if start == 0 and at > LINE_CAP:
-        start = at - LINE_CAP
+    """The line holding position ``at`` (cut at LINE_CAP) and where the next line starts.
+
+    A longer line keeps its start, unless the error at ``at`` lies in the last quarter of
+    what is kept or beyond: then what is kept starts a quarter of LINE_CAP before the error.
+    """
+    start = text.rfind("\n", max(0, at - LINE_CAP), at) + 1  # 0 also: no newline that near
     stop = text.find("\n", at)
-    nxt = len(text) if stop < 0 else stop + 1
+    end, nxt = (len(text), len(text)) if stop < 0 else (stop, stop + 1)
+    if at - start > LINE_CAP - LINE_CAP // 4 and end - start > LINE_CAP:
+        start = at - LINE_CAP // 4
     return text[start : min(nxt, start + LINE_CAP)].rstrip("\r\n"), nxt
 
 
@@ -763,12 +767,15 @@ def _head(scrubbed_start: bytes) -> str:
     """The start of a scrubbed text on one line, white space collapsed, cut at HEAD_CHARS.
 
     A few bytes more than HEAD_CHARS nearly always give more than HEAD_CHARS characters; what
-    a start gives is the start of what all would give, so the cut is the same.
+    a start gives, up to its last blank (no word, so no secret, is cut short), is the start of
+    what all would give, so the cut is the same.
     """
     for size in (2 * HEAD_CHARS, 5 * HEAD_CHARS):
         if len(scrubbed_start) <= size:
             break
-        short = redact_text(" ".join(scrubbed_start[:size].decode("utf-8", "ignore").split()))
+        start = scrubbed_start[:size]
+        end = max(start.rfind(b" "), start.rfind(b"\n"), start.rfind(b"\t"))
+        short = redact_text(" ".join(start[: max(end, 0)].decode("utf-8", "ignore").split()))
         if len(short) > HEAD_CHARS:  # redacted before the cut: no secret is left half-cut
             return short[: HEAD_CHARS - 1].rstrip() + "…"
     return _cut(redact_text(" ".join(scrubbed_start.decode("utf-8", "ignore").split())))
