@@ -384,3 +384,26 @@ def test_a_streak_longer_than_16_names_every_failing_step() -> None:
     got = [g.record(fails("Bash", f"E{i}", i)) for i in range(20)]
     assert got[-1].detector == "fail-streak"
     assert got[-1].evidence == tuple(range(20))
+
+
+def test_a_cycle_detector_looks_no_further_than_its_own_maximum() -> None:
+    """Guard(detector=Cycle(2)) under a config that keeps 4 steps back: A B A A B A (period 3,
+    its last step a copy of the one 2 back too) is no stop."""
+    from antiloop.detectors import Cycle
+
+    a, b = read("a.py", "A"), read("b.py", "B")
+    steps = [a, b, a] * 2
+    g = Guard(detector=Cycle(2))
+    assert [g.record(s).action for s in steps] == [Action.CONTINUE] * 6
+
+
+def test_a_stagnation_detector_compares_its_own_window_of_messages() -> None:
+    """Stagnation(window=2) under a config that keeps 4 messages: other, S, S, S stops at the
+    fourth (the two before it are the same), not later."""
+    from antiloop.detectors import Stagnation
+    from antiloop.embed import get_embedder
+
+    g = Guard(detector=Stagnation(get_embedder("ngram"), window=2, min_steps=1))
+    texts = ["Something else entirely about cats.", SAME, SAME, SAME]
+    got = [g.record(read(f"f{i}.py", str(i), message=t)) for i, t in enumerate(texts)]
+    assert [v.detector for v in got] == [None, None, None, "stagnation"]
