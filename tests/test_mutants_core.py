@@ -407,3 +407,15 @@ def test_a_stagnation_detector_compares_its_own_window_of_messages() -> None:
     texts = ["Something else entirely about cats.", SAME, SAME, SAME]
     got = [g.record(read(f"f{i}.py", str(i), message=t)) for i, t in enumerate(texts)]
     assert [v.detector for v in got] == [None, None, None, "stagnation"]
+    assert got[3].evidence == (1, 2, 3)  # its window of 2 and the message itself
+
+
+def test_a_full_window_drops_its_oldest_step() -> None:
+    """A grep, then a read cycle of period 4: the cycle's fingerprint names its own four
+    operations, not the grep that fell out of the 8-step window."""
+    grep = {"tool": "Grep", "args": {"pattern": "x"}, "output": "a.py:1:x"}
+    steps = [grep] + [read(f"f{i}.py", str(i)) for i in range(4)] * 2
+    g = guard()
+    got = [g.record(s) for s in steps]
+    assert got[-1].detector == "cycle"
+    assert parse(got[-1].fingerprint or "").context == "read>read>read>read"
