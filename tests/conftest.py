@@ -8,6 +8,12 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from hypothesis import settings
+
+# No Hypothesis deadline: a per-example time limit is a timed assertion, and on a shared, loaded
+# machine (or under the mutation run's instrumentation) an example can take seconds.
+settings.register_profile("antiloop", deadline=None)
+settings.load_profile("antiloop")
 
 ROOT = Path(__file__).resolve().parents[1]
 # ../shared beside the repository; ANTILOOP_TEST_SHARED names it for a copy of the tests run

@@ -352,3 +352,55 @@ def test_an_action_prints_as_its_name() -> None:
     )
     assert int(Action.STOP) == 4
     assert Action.STOP > Action.BLOCK > Action.ASK > Action.NUDGE > Action.CONTINUE
+
+
+# -- min_steps, stagnation_window, max_sessions: the value, one below, one above ----------------
+
+GOAL = "Add a dark mode toggle to the settings page."
+DONE = "The dark mode toggle is added to the settings page."
+
+
+@pytest.mark.parametrize("min_steps", [2, 3, 4])
+def test_the_goal_is_checked_from_the_min_steps_th_step(min_steps: int) -> None:
+    """The same finished message at every step: the goal stops at step min_steps (1-based),
+    not one before; messages before it are remembered, not judged."""
+    events = [read(f"f{i}.py", str(i), goal=GOAL, message=DONE) for i in range(min_steps + 1)]
+    assert first_fired(run(events, min_steps=min_steps)) == (min_steps - 1, "goal")
+
+
+@pytest.mark.parametrize("window", [2, 3, 4])
+def test_stagnation_needs_window_plus_one_similar_messages(window: int) -> None:
+    """stagnation_window w: the (w+1)-th same message stops, the w-th does not."""
+    said = "I am still checking the build log for errors."
+    events = [read(f"f{i}.py", str(i), message=said) for i in range(window + 2)]
+    assert first_fired(run(events, min_steps=1, stagnation_window=window)) == (
+        window,
+        "stagnation",
+    )
+
+
+@pytest.mark.parametrize(
+    ("limit", "others", "forgotten"), [(2, 1, False), (2, 2, True), (3, 2, False)]
+)
+def test_check_forgets_the_least_recent_session_past_max_sessions(
+    limit: int, others: int, forgotten: bool
+) -> None:
+    """antiloop check keeps max_sessions sessions: a session pushed out by newer ones starts
+    afresh when it comes back (its second step is no repeat); one still kept repeats."""
+    import io
+    import json
+
+    from antiloop.commands.check import guard_for, judge_stream
+
+    step = read("a.py", "A")
+    lines = [{**step, "session": "s0"}]
+    lines += [{**step, "session": f"s{i + 1}"} for i in range(others)]
+    lines.append({**step, "session": "s0"})
+    out = io.StringIO()
+    data = "".join(json.dumps(e) + "\n" for e in lines).encode()
+    config = GuardConfig.from_mapping({"embedder": "ngram", "max_sessions": limit})
+    judge_stream(io.BytesIO(data), out, guard_for(config))
+    last = json.loads(out.getvalue().splitlines()[-1])
+    assert (last["action"], last["detector"]) == (
+        ("continue", None) if forgotten else ("stop", "repeat")
+    )

@@ -175,18 +175,22 @@ def test_sessions_past_max_sessions_are_forgotten_least_recent_first():
     from antiloop.commands.check import guard_for
 
     guard = guard_for(GuardConfig(max_sessions=1000))
+    tracemalloc.start()
+    empty, _ = tracemalloc.get_traced_memory()
     judge_stream(_one_step_sessions(0, 1000), io.StringIO(), guard)
+    full, _ = tracemalloc.get_traced_memory()  # what 1,000 kept sessions take, in this run
     kept = io.StringIO()
     judge_stream(io.BytesIO(json.dumps({**GREP, "session": "s0"}).encode()), kept, guard)
     assert lines(kept.getvalue())[0]["action"] == "stop"  # s0 was kept: this is its repeat
-    tracemalloc.start()
     judge_stream(_one_step_sessions(1000, 2000), io.StringIO(), guard)
     warm, _ = tracemalloc.get_traced_memory()
     judge_stream(_one_step_sessions(3000, 4000), io.StringIO(), guard)
     after, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert len(guard.sessions) == 1000
-    assert after - warm < 200_000, (warm, after)  # 4,000 more sessions, the same memory
+    # 4,000 more sessions through a full store: less growth than 100 kept sessions take (a
+    # ratio measured in this run, not a byte count that depends on the interpreter)
+    assert after - warm < (full - empty) // 10, (empty, full, warm, after)
     back = io.StringIO()
     judge_stream(io.BytesIO(json.dumps({**GREP, "session": "s1"}).encode()), back, guard)
     assert lines(back.getvalue())[0]["action"] == "continue"  # forgotten: starts afresh

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import missing
 from tests.hooks.payloads import CLAUDE_EVENTS, GEMINI_EVENTS, ClaudeSession
 
 from antiloop.hooks import handler as handler_module
@@ -53,7 +54,7 @@ def _read_only_location(tmp_path: Path) -> Path:
         locked.chmod(0o500)
         return locked / "antiloop.db"
     if not Path("/sys/kernel").is_dir():
-        pytest.skip("no read-only location for root on this system")
+        missing("no read-only location for root on this system (/sys/kernel)")
     return Path("/sys/kernel/antiloop-test.db")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import SHARED, need_path
 
 from antiloop import Guard, GuardConfig
 from antiloop.detectors_extra import CosmeticRerun, HiddenRepeat, _observe
@@ -20,11 +21,8 @@ from antiloop.history import History
 from antiloop.scan.engine import SCAN_DETECTORS, RunScan, Scanner
 from antiloop.traces import Run, iter_paths, read_runs
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-
-pytestmark = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the shared corpus is not beside the repo ({CORPUS})"
-)
+# skips on a laptop without the shared corpus, fails under CI=true
+CORPUS = need_path(SHARED / "corpus", "the shared corpus")
 
 OPT_IN = ("hidden-repeat", "cosmetic-rerun")
 

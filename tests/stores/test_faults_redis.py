@@ -58,7 +58,25 @@ class RedisServer:
         self.bind = ["127.0.0.1"]  # more addresses: a namespace's veth (test_fleet_partition)
 
     def start(self) -> None:
-        """Start (or restart, on the same files and port) and wait until it answers."""
+        """Start (or restart, on the same files and port) and wait until it answers.
+
+        free_port() lets the port go before redis-server binds it: when another process took
+        it in between, the first start fails (or another server answers), so it moves to a
+        fresh port and tries again; a restart keeps its port.
+        """
+        attempts = 4 if self.process is None else 1
+        for attempt in range(attempts):
+            if self._started():
+                return
+            assert self.process is not None
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            if attempt + 1 < attempts:
+                self.port = free_port()
+        raise AssertionError(f"redis-server on port {self.port} did not start")
+
+    def _started(self) -> bool:
         self.process = subprocess.Popen(
             [
                 self.binary,
@@ -83,16 +101,26 @@ class RedisServer:
             stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 20  # a start-up limit, not a timed assertion
-        while not self._pong():
+        while not self._ours():
             if self.process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"redis-server on port {self.port} did not start")
+                return False
             time.sleep(0.02)
+        return True
 
-    def _pong(self) -> bool:
+    def _ours(self) -> bool:
+        """Whether the server on the port answers, and is this one (its process id)."""
+        assert self.process is not None
+        want = f"process_id:{self.process.pid}\r\n".encode()
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
-                s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG")
+                s.sendall(b"INFO server\r\n")
+                got = b""
+                while b"process_id:" not in got or not got.endswith(b"\r\n"):
+                    chunk = s.recv(4096)
+                    if not chunk:
+                        break
+                    got += chunk
+                return want in got
         except OSError:
             return False
 

@@ -85,7 +85,13 @@ def test_a_step_is_judged_again_on_the_state_another_guard_saved(redis_backend: 
     assert seen == [0, 1, 1, 2]
     assert one.peek("s").steps == 3
     assert one.verify_audit() == []
-    assert [r.seq for r in one.audit_records()] == [1, 2, 3]
+    # one record per judgement kept, from the state it was saved on: the conflicting first
+    # try (stamped 2.0, on the stale 1-step state) left nothing behind
+    assert [(r.seq, r.session, r.kind, r.at) for r in one.audit_records()] == [
+        (1, "s", "step", 1.0),
+        (2, "s", "step", 2.0),
+        (3, "s", "step", 3.0),
+    ]
 
 
 def test_records_are_chained_again_when_another_guard_appended_first(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import need_module
 from tests.stores.conftest import Backend
 
 from antiloop import Guard, GuardConfig, Step
@@ -119,7 +120,7 @@ def test_serve_records_opens_a_split_store(
     split: Backend, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``antiloop serve --store redis://… --records postgresql://…`` serves over a split store."""
-    pytest.importorskip("uvicorn")
+    need_module("uvicorn", "server")
     from antiloop.commands import serve
 
     served: list[Any] = []
