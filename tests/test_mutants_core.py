@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from antiloop import Guard, GuardConfig
 from antiloop.fingerprint import digest8, parse
 from antiloop.history import History
@@ -372,12 +370,6 @@ def test_event_fields_of_the_wrong_kind_are_left_out() -> None:
     assert parse_line(raw) == parse_line(raw.decode())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="guard keeps the last 16 failures of a streak: failure_streak > 16 loses the first"
-    " failures from the evidence and the digest (found by the mutation run; left for the core"
-    " redesign, since changing Guard._observe renumbers its mutants)",
-)
 def test_a_streak_longer_than_16_names_every_failing_step() -> None:
     """failure_streak = 20: the evidence is the 20 failing steps."""
     g = guard(failure_streak=20)

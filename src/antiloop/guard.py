@@ -505,8 +505,10 @@ class Guard:
             error = _error_digest(record, step)
             if stream.fails and stream.fail_tool == tool:
                 stream.fails += 1
-                stream.fail_steps = (*stream.fail_steps[-15:], index)
-                stream.fail_errors = (*stream.fail_errors[-15:], error)
+                # a streak's evidence is its last failures: as many as the rule counts, 16 at least
+                keep = 1 - max(16, self.config.failure_streak)
+                stream.fail_steps = (*stream.fail_steps[keep:], index)
+                stream.fail_errors = (*stream.fail_errors[keep:], error)
             else:
                 stream.fail_tool, stream.fails, stream.fail_steps = tool, 1, (index,)
                 stream.fail_errors = (error,)
