@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test sysdeps clis litellm lint typecheck unit conformance bench mutation clean
+.PHONY: demo test sysdeps clis litellm lint typecheck unit conformance compiled unit-compiled bench mutation clean
 
 # The real agent CLIs the hook tests drive (tests/hooks/test_real_clis.py), pinned, installed
 # once into an ignored folder. Without npm the tests skip with the reason (and fail under CI=true).
@@ -30,7 +30,7 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/antiloop demo
 
-test: $(STAMP) sysdeps clis litellm lint typecheck unit conformance
+test: $(STAMP) sysdeps clis litellm lint typecheck unit conformance unit-compiled
 
 clis: $(CLIS_STAMP)
 
@@ -82,6 +82,38 @@ unit: $(STAMP)
 
 conformance: $(STAMP)
 	../shared/conformance/run
+
+# The compiled build (docs/deploy.md): mypyc over the hot pure modules (pyproject.toml, the
+# mypyc hook), with the dev venv's mypy. It builds from a copy of the source, so no .so lands in
+# src/ (the editable install stays pure Python): the wheel goes to .cache/compiled/wheel,
+# unpacked in .cache/compiled/site, where PYTHONPATH points the dev venv.
+COMPILED_DIR := .cache/compiled
+COMPILED_SITE := $(CURDIR)/$(COMPILED_DIR)/site
+COMPILED_STAMP := $(COMPILED_DIR)/.built
+# The core tests and the conformance suite run again on the compiled modules (about two
+# minutes with the build); tests/test_compiled.py checks that they are the ones loaded.
+COMPILED_TESTS := tests/test_compiled.py tests/test_canonical.py tests/test_canonical_props.py \
+  tests/test_canonical_mutants.py tests/test_readings.py tests/test_guard.py tests/test_check.py \
+  tests/test_detectors.py tests/test_boundaries.py tests/test_protocol_v11.py \
+  tests/test_fingerprint.py tests/test_redact.py tests/test_shell_mutants.py
+
+compiled: $(COMPILED_STAMP)
+
+$(COMPILED_STAMP): $(STAMP) pyproject.toml README.md $(wildcard src/antiloop/*.py)
+	rm -rf $(COMPILED_DIR)/tree/src $(COMPILED_DIR)/wheel $(COMPILED_DIR)/site
+	mkdir -p $(COMPILED_DIR)/tree
+	tar -c --exclude=__pycache__ --exclude='*.so' pyproject.toml README.md LICENSE src \
+	  | tar -x -C $(COMPILED_DIR)/tree
+	: > $(COMPILED_DIR)/tree/.gitignore
+	cd $(COMPILED_DIR)/tree && HATCH_BUILD_HOOK_ENABLE_MYPYC=true \
+	  $(CURDIR)/$(BIN)/python -m pip wheel -q --no-build-isolation --no-deps -w ../wheel .
+	$(BIN)/python -m zipfile -e $(COMPILED_DIR)/wheel/antiloop-*.whl $(COMPILED_SITE)
+	touch $@
+
+unit-compiled: $(COMPILED_STAMP)
+	ANTILOOP_COMPILED=1 PYTHONPATH=$(COMPILED_SITE) \
+	  $(BIN)/pytest -q -p no:cacheprovider -p randomly -n 2 $(COMPILED_TESTS)
+	ANTILOOP_COMPILED=1 PYTHONPATH=$(COMPILED_SITE) ../shared/conformance/run
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

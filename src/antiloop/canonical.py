@@ -26,10 +26,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, cast
 
 from antiloop._shell import INPUTS as _INPUTS
 from antiloop._shell import WRITES as _WRITES
@@ -1180,29 +1180,7 @@ def _make(
     elif len(key_paths) > 1:
         key_paths = sorted(set(key_paths))
     key = op + "\x1f" + params + "\x1f" + "\x1e".join(key_paths)
-    p: Procedure = _new_object(Procedure)
-    _SET_OPERATION(p, op)
-    _SET_KEY(p, key)
-    _SET_CONTEXT(p, context)
-    _SET_PATHS(p, ordered)
-    _SET_PROGRAMS(p, programs)
-    _SET_PARTS(p, parts)
-    _SET_RUNS(p, op not in _NOT_RUNS)
-    return p
-
-
-# ``Procedure(...)`` through its slots: a frozen dataclass's ``__init__`` is slow.
-_new_object = object.__new__
-_SETTERS: dict[str, Callable[[Procedure, Any], None]] = {
-    name: getattr(Procedure, name).__set__ for name in Procedure.__slots__
-}
-_SET_OPERATION = _SETTERS["operation"]
-_SET_KEY = _SETTERS["key"]
-_SET_CONTEXT = _SETTERS["context"]
-_SET_PATHS = _SETTERS["paths"]
-_SET_PROGRAMS = _SETTERS["programs"]
-_SET_PARTS = _SETTERS["parts"]
-_SET_RUNS = _SETTERS["runs_something"]
+    return Procedure(op, key, context, ordered, programs, op not in _NOT_RUNS, parts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1262,7 +1240,8 @@ def _json_procedure(
             canon[k] = _canon_text(v)
         else:
             canon[k] = canonical_value(v)
-    for p in paths:
+    # a step's paths come from JSON: not always strings (compiled code checks the type)
+    for p in cast("Sequence[object]", paths):
         c = canonical_path(p, cwd) if isinstance(p, str) else None
         if c is not None:
             found.append(c)
@@ -1371,7 +1350,9 @@ def _procedure(
         }
         if not extra and not paths:
             return proc
-        more = [c for p in paths if isinstance(p, str) and (c := canonical_path(p, cwd))]
+        # a step's paths come from JSON: not always strings (compiled code checks the type)
+        loose = cast("Sequence[object]", paths)
+        more = [c for p in loose if isinstance(p, str) and (c := canonical_path(p, cwd))]
         params = proc.key.split("\x1f", 2)[1]
         if extra:
             params += "\x1f" + canonical_json(extra)
