@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 import zipfile
 from collections.abc import Callable
@@ -85,12 +86,16 @@ def _caches() -> dict[str, Callable[[], None]]:
 
 
 def _callgrind(state: str) -> None:
-    """Turn callgrind's instrumentation on or off for this process (spinning: it must run)."""
+    """Turn callgrind's instrumentation on or off for this process.
+
+    Valgrind reads the command when this process runs again after a system call: it sleeps in
+    short naps (a few instructions each) until the command is done, not in one long wait.
+    """
     p = subprocess.Popen(
         ["callgrind_control", "-i", state, str(os.getpid())], stdout=subprocess.DEVNULL
     )
     while p.poll() is None:
-        pass
+        time.sleep(0.005)
 
 
 def worker(n: int, sessions: int, without: list[str], callgrind: bool) -> dict[str, Any]:

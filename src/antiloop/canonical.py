@@ -26,8 +26,8 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 from typing import Any, cast
 
@@ -1180,7 +1180,30 @@ def _make(
     elif len(key_paths) > 1:
         key_paths = sorted(set(key_paths))
     key = op + "\x1f" + params + "\x1f" + "\x1e".join(key_paths)
-    return Procedure(op, key, context, ordered, programs, op not in _NOT_RUNS, parts)
+    p: Procedure = _new_object(Procedure)
+    _SET_OPERATION(p, op)
+    _SET_KEY(p, key)
+    _SET_CONTEXT(p, context)
+    _SET_PATHS(p, ordered)
+    _SET_PROGRAMS(p, programs)
+    _SET_PARTS(p, parts)
+    _SET_RUNS(p, op not in _NOT_RUNS)
+    return p
+
+
+# ``Procedure(...)`` through its slots: a frozen dataclass's ``__init__`` is slow.
+# (``Procedure.__new__`` and the fields by name also work compiled, where it is a native class)
+_new_object = Procedure.__new__
+_SETTERS: dict[str, Callable[[Procedure, Any], None]] = {
+    f.name: getattr(Procedure, f.name).__set__ for f in fields(Procedure)
+}
+_SET_OPERATION = _SETTERS["operation"]
+_SET_KEY = _SETTERS["key"]
+_SET_CONTEXT = _SETTERS["context"]
+_SET_PATHS = _SETTERS["paths"]
+_SET_PROGRAMS = _SETTERS["programs"]
+_SET_PARTS = _SETTERS["parts"]
+_SET_RUNS = _SETTERS["runs_something"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -30,10 +30,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import AnyStr
+from typing import Any, AnyStr
 
 from antiloop.events import FileState
 from antiloop.redact import redact_text
@@ -856,6 +856,21 @@ def read_result(
 
 
 _Files = tuple[tuple[str, str | None, float | None], ...]
+# (``Readings.__new__`` and the fields by name also work compiled, where it is a native class)
+_SETTERS: dict[str, Callable[[Readings, Any], None]] = {
+    f.name: getattr(Readings, f.name).__set__ for f in fields(Readings)
+}
+_SET_EXACT = _SETTERS["exact"]
+_SET_EXIT = _SETTERS["exit_code"]
+_SET_SCRUBBED = _SETTERS["scrubbed"]
+_SET_HEAD = _SETTERS["head"]
+_SET_MATCHES = _SETTERS["matches"]
+_SET_COUNT = _SETTERS["match_count"]
+_SET_COUNT_ONLY = _SETTERS["count_only"]
+_SET_ERROR = _SETTERS["error_line"]
+_SET_FAILING = _SETTERS["failing"]
+_SET_FILES = _SETTERS["files"]
+_new_object = Readings.__new__
 
 
 def _readings(
@@ -871,18 +886,18 @@ def _readings(
     files: _Files,
 ) -> Readings:
     """``Readings(...)``, built through the slots (a frozen dataclass's ``__init__`` is slow)."""
-    return Readings(
-        exact,
-        exit_code,
-        scrubbed,
-        head,
-        matches,
-        match_count,
-        count_only,
-        error_line,
-        failing,
-        files,
-    )
+    r: Readings = _new_object(Readings)
+    _SET_EXACT(r, exact)
+    _SET_EXIT(r, exit_code)
+    _SET_SCRUBBED(r, scrubbed)
+    _SET_HEAD(r, head)
+    _SET_MATCHES(r, matches)
+    _SET_COUNT(r, match_count)
+    _SET_COUNT_ONLY(r, count_only)
+    _SET_ERROR(r, error_line)
+    _SET_FAILING(r, failing)
+    _SET_FILES(r, files)
+    return r
 
 
 _known: dict[tuple[bytes, bool, bool], Readings] = {}
