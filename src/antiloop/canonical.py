@@ -210,7 +210,6 @@ _SHELL_COMMENTARY = _COMMENTARY | {"description"}
 _COMMAND_KEYS = ("command", "cmd", "script", "input")
 
 
-@lru_cache(maxsize=512)
 def operation_of_tool(tool: str) -> str | None:
     """The table operation for a tool name (case-insensitive); None for shell tools.
 
@@ -242,9 +241,6 @@ def _lines(text: str) -> str:
     return "\n".join([line.rstrip() for line in text.split("\n")]).strip("\n")
 
 
-_cached_lines = lru_cache(maxsize=256)(_lines)
-
-
 def _canon_text(text: str) -> str:
     """A string parameter: surrounding white space vanishes; a multi-line body keeps its lines.
 
@@ -253,7 +249,7 @@ def _canon_text(text: str) -> str:
     """
     if "\n" not in text:
         return text.strip()
-    return _cached_lines(text) if len(text) <= 16384 else _lines(text)
+    return _lines(text)
 
 
 def canonical_value(value: Any) -> Any:
@@ -335,7 +331,6 @@ def _scalar(v: Any) -> str:
     return _ENCODER.encode(v)
 
 
-@lru_cache(maxsize=1024)
 def _encode_key(key: str) -> str:
     return str(_encode_str(key))
 
@@ -369,6 +364,7 @@ def _context_json(canon: dict[str, Any]) -> str:
 _URL_SRC = _source(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
+# a step takes 0.9% more instructions without this cache (bench/results/compiled.md)
 @lru_cache(maxsize=4096)
 def canonical_path(path: str, cwd: str | None = None) -> str | None:
     """A path in canonical form, or None when the text is not a path (a URL, ``./...``).
@@ -435,7 +431,6 @@ def _split_case(run: str) -> list[str]:
     return words
 
 
-@lru_cache(maxsize=4096)
 def pattern_words(pattern: str) -> str:
     """A search pattern's word sequence, words lower-cased and joined by one space.
 
@@ -1158,6 +1153,7 @@ def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
     return _make(op, _dumps_items(items), context, ordered, tuple(programs), (), tuple(parts))
 
 
+# a step takes 0.6% more instructions without this cache (bench/results/compiled.md)
 _cached_shell_procedure = lru_cache(maxsize=1024)(_parse_shell_procedure)
 
 
@@ -1330,7 +1326,9 @@ def procedure_of(
 
 
 _known: dict[tuple[Any, ...], Procedure] = {}
-"""Procedures of recent calls whose arguments are all scalars, by (tool, cwd, paths, args)."""
+"""Procedures of recent calls whose arguments are all scalars, by (tool, cwd, paths, args).
+
+A step takes 0.9% more instructions without it (bench/results/compiled.md)."""
 _KNOWN = 1024
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _CACHED_CHARS = 1024  # arguments with longer strings together (an editor's text) are not cached
