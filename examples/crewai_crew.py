@@ -86,10 +86,13 @@ def main() -> dict[str, Any]:
 
     from antiloop import Guard
     from antiloop.integrations.crewai import AntiloopHooks
+    from antiloop.testing import RecordingListener
 
     scenes: dict[str, Any] = {}
     with ScriptedBackend("job_status", {"job": "42"}, 5) as backend:
         guard = Guard()
+        seen = RecordingListener()
+        guard.listeners.append(seen)
         ran: list[str] = []
         with AntiloopHooks(guard, session="loop"):
             answer, stopped = crew_run(
@@ -103,6 +106,7 @@ def main() -> dict[str, Any]:
             "model_calls": len(backend.requests),
             "model_read": tool_results(backend),
             "fingerprint": ended.fingerprint if ended else None,
+            "steps": [[s.tokens_in, s.tokens_out] for s, _ in seen.verdicts],
         }
 
         backend.reset("job_status", {"job": "42"}, 3)

@@ -45,6 +45,11 @@ def test_a_loop_ends_the_crew_at_its_next_model_call(scenes):
     assert loop["model_calls"] == 2  # the model was not asked a third time
 
 
+def test_each_call_carries_the_tokens_of_the_model_turns_since_the_last(scenes):
+    """The backend reports 100 * n prompt tokens and 7 completion tokens at turn n."""
+    assert scenes["loop"]["steps"] == [[100, 7], [200, 7]]
+
+
 def test_answer_mode_gives_the_hint_and_refuses_the_next_identical_call(scenes):
     """With on_stop=answer the agent reads the hint, then why the third call did not run."""
     answer = scenes["answer"]

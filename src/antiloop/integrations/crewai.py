@@ -9,10 +9,11 @@
 CrewAI runs every ``PRE_TOOL_CALL`` hook before a tool and every ``POST_TOOL_CALL`` hook after
 it, a blocked call included. Before a call the guard refuses a procedure already stopped as a
 loop; after it the call is recorded with its result, and at the second identical call with the
-same result the agent reads the hint and the fingerprint instead of the result. A refused call
-never runs, and the agent reads why (not CrewAI's bare "blocked by hook"). With
-``on_stop="raise"`` (the default) a stopped session ends the crew at its next model call:
-``kickoff()`` raises CrewAI's ``HookAborted`` with the reason.
+same result the agent reads the hint and the fingerprint instead of the result. Each call carries
+the tokens the agent's LLM used since the last one (for budgets). A refused call never runs,
+and the agent reads why (not CrewAI's bare "blocked by hook"). With ``on_stop="raise"`` (the
+default) a stopped session ends the crew at its next model call: ``kickoff()`` raises CrewAI's
+``HookAborted`` with the reason.
 
 Approvals: ``needs_approval`` (see ``ApprovalPolicy``) asks a person before a risky call runs,
 through ``decide(tool, args)``, or by default CrewAI's own prompt
@@ -31,6 +32,7 @@ from antiloop.integrations._common import (
     ApprovalPolicy,
     Decider,
     Decision,
+    RunningTotals,
     approval_needed,
     as_text,
     denied,
@@ -86,6 +88,7 @@ class AntiloopHooks:
         self.decide = decide
         self.on_stop = on_stop
         self._refused: dict[int, Verdict] = {}  # id of the call's input dict -> its refusal
+        self._totals = RunningTotals()  # each agent's LLM -> the tokens charged
         self._hooks = (
             (InterceptionPoint.PRE_TOOL_CALL, self.before_tool_call),
             (InterceptionPoint.POST_TOOL_CALL, self.after_tool_call),
@@ -135,6 +138,7 @@ class AntiloopHooks:
         result = context.tool_result
         if isinstance(result, str) and result.startswith(_BLOCKED):
             return None  # another hook refused it: the tool did not run
+        tokens_in, tokens_out = self._usage(context)
         verdict = self.guard.record(
             self.guard.step(
                 str(context.tool_name),
@@ -142,6 +146,8 @@ class AntiloopHooks:
                 session=self._session(context),
                 agent=_agent(context),
                 output=as_text(result),
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
             )
         )
         if verdict.action >= Action.BLOCK:
@@ -164,6 +170,17 @@ class AntiloopHooks:
         crew = getattr(context, "crew", None)
         crew_id = getattr(crew, "id", None)
         return str(crew_id) if crew_id is not None else session_of(self.guard, None)
+
+    def _usage(self, context: Any) -> tuple[int | None, int | None]:
+        """The tokens the agent's LLM used since the last recorded call (its running totals)."""
+        llm = getattr(getattr(context, "agent", None), "llm", None)
+        summary = getattr(llm, "get_token_usage_summary", None)
+        if not callable(summary):
+            return None, None
+        usage = summary()
+        return self._totals.since_last(
+            llm, getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+        )
 
     def _approve(
         self, context: Any, tool: str, args: dict[str, Any], session: str, agent: str

@@ -36,6 +36,7 @@ from antiloop.integrations._common import (
     ApprovalPolicy,
     Decider,
     Decision,
+    RunningTotals,
     approval_needed,
     as_text,
     ask_person,
@@ -132,7 +133,7 @@ class AntiloopGuardrails:
         )
         self.hooks = AntiloopRunHooks(self)
         self._recorded: set[str] = set()
-        self._charged: dict[int, tuple[object, int, int]] = {}  # run usage -> tokens charged
+        self._totals = RunningTotals(_RUNS_KEPT)  # each run's usage -> the tokens charged
         self._hints: dict[str, list[str]] = {}  # session -> hosted-tool hints not yet read
 
     def __repr__(self) -> str:
@@ -215,23 +216,9 @@ class AntiloopGuardrails:
         others of that turn carry none.
         """
         usage = getattr(context, "usage", None)
-        now_in, now_out = (
-            getattr(usage, "input_tokens", None),
-            getattr(usage, "output_tokens", None),
+        return self._totals.since_last(
+            usage, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
         )
-        if not isinstance(now_in, int) or not isinstance(now_out, int):
-            return None, None
-        charged = self._charged
-        seen = charged.get(id(usage))
-        was_in, was_out = (seen[1], seen[2]) if seen is not None and seen[0] is usage else (0, 0)
-        charged.pop(id(usage), None)
-        charged[id(usage)] = (usage, now_in, now_out)  # the object is kept: its id stays its own
-        while len(charged) > _RUNS_KEPT:
-            del charged[next(iter(charged))]
-        spent_in, spent_out = max(0, now_in - was_in), max(0, now_out - was_out)
-        if not spent_in and not spent_out:
-            return None, None
-        return spent_in, spent_out
 
     # -- hosted tools ----------------------------------------------------------------------
 
