@@ -75,3 +75,19 @@ def test_a_risky_tool_waits_for_a_person_and_a_refusal_keeps_it_from_running(sce
     (read,) = approval["model_read"]
     assert read.startswith("antiloop: A person refused this delete_file call: keep the notes.")
     assert approval["answer"] == "done"
+
+
+def test_the_modules_examples_run_in_the_crewai_venv():
+    """The docstring examples of antiloop.integrations.crewai (the dev venv has no crewai)."""
+    python = need_path(PYTHON, "the CrewAI venv (make crewai)")
+    code = (
+        "import doctest, antiloop.integrations.crewai as m; "
+        "r = doctest.testmod(m); print(r.attempted, r.failed)"
+    )
+    proc = subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    attempted, failed = map(int, proc.stdout.split()[-2:])
+    assert attempted > 0
+    assert failed == 0
