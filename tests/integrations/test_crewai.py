@@ -20,18 +20,30 @@ EXAMPLE = ROOT / "examples" / "crewai_crew.py"
 FINGERPRINT = 'AGENT::worker::job_status::{"job":"42"}::job 42: pending#'
 
 
+# one CrewAI process (its import alone takes seconds): the module's doctests, then the example
+DRIVER = """
+import doctest, json, runpy, sys
+import antiloop.integrations.crewai as module
+result = doctest.testmod(module)
+sys.argv = [sys.argv[1], "--json"]
+runpy.run_path(sys.argv[0], run_name="__main__")
+print(json.dumps([result.attempted, result.failed]))
+"""
+
+
 @pytest.fixture(scope="module")
 def scenes() -> dict[str, Any]:
     python = need_path(PYTHON, "the CrewAI venv (make crewai)")
     proc = subprocess.run(
-        [str(python), str(EXAMPLE), "--json"],
+        [str(python), "-c", DRIVER, str(EXAMPLE)],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.splitlines()[-1])
+    *_, scenes, doctests = proc.stdout.splitlines()
+    return {**json.loads(scenes), "doctest": json.loads(doctests)}
 
 
 def test_a_loop_ends_the_crew_at_its_next_model_call(scenes):
@@ -77,17 +89,8 @@ def test_a_risky_tool_waits_for_a_person_and_a_refusal_keeps_it_from_running(sce
     assert approval["answer"] == "done"
 
 
-def test_the_modules_examples_run_in_the_crewai_venv():
+def test_the_modules_examples_run_in_the_crewai_venv(scenes):
     """The docstring examples of antiloop.integrations.crewai (the dev venv has no crewai)."""
-    python = need_path(PYTHON, "the CrewAI venv (make crewai)")
-    code = (
-        "import doctest, antiloop.integrations.crewai as m; "
-        "r = doctest.testmod(m); print(r.attempted, r.failed)"
-    )
-    proc = subprocess.run(
-        [str(python), "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    attempted, failed = map(int, proc.stdout.split()[-2:])
+    attempted, failed = scenes["doctest"]
     assert attempted > 0
     assert failed == 0
