@@ -246,3 +246,26 @@ def test_the_guard_loads_no_approval_at_import() -> None:
     """The guard asks approvals only when it has some: importing it loads none of them."""
     loaded = _loaded_by("antiloop.guard")
     assert _edges_in(loaded, ("approval", "server", "integrations", "hooks", "embed")) == []
+
+
+def _reached(graph: Mapping[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return seen
+
+
+def test_the_approvals_never_reach_the_guard() -> None:
+    """Not one approval module imports the guard, even for a type, even through another module:
+    approvals return rulings, the guard applies them."""
+    graph = import_graph()
+    approval = [m for m in graph if m == "antiloop.approval" or m.startswith("antiloop.approval.")]
+    assert len(approval) > 5
+    reaching = {
+        m for m in approval if {"antiloop.guard", "antiloop.async_guard"} & _reached(graph, m)
+    }
+    assert reaching == set()

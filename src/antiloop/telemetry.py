@@ -173,7 +173,7 @@ def listener_for(
 
 
 class Listened(Protocol):
-    """What ``attach_from`` attaches to: a guard's listeners (imported here, it would loop)."""
+    """What ``attach_from`` attaches to: a guard, by its listeners (the guard imports us)."""
 
     listeners: list[Listener]
 
