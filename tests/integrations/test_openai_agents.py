@@ -279,3 +279,4 @@ def test_example_script_runs_offline():
     assert any(line.startswith("loop: fingerprint AGENT::worker::job_status::") for line in lines)
     assert "progress: 3 calls, answer 'done'" in lines
     assert "approval: resumed, tool said 'deleted notes.txt', answer 'done'" in lines
+    assert "hosted: web search stopped at model turn 2 by repeat" in lines
