@@ -364,7 +364,7 @@ def _context_json(canon: dict[str, Any]) -> str:
 _URL_SRC = _source(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-# a step takes 0.9% more instructions without this cache (bench/results/compiled.md)
+# a step takes 1.1% more instructions without this cache (bench/results/compiled.md)
 @lru_cache(maxsize=4096)
 def canonical_path(path: str, cwd: str | None = None) -> str | None:
     """A path in canonical form, or None when the text is not a path (a URL, ``./...``).
@@ -1328,7 +1328,7 @@ def procedure_of(
 _known: dict[tuple[Any, ...], Procedure] = {}
 """Procedures of recent calls whose arguments are all scalars, by (tool, cwd, paths, args).
 
-A step takes 0.9% more instructions without it (bench/results/compiled.md)."""
+A step takes 1.8% more instructions without it (bench/results/compiled.md)."""
 _KNOWN = 1024
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _CACHED_CHARS = 1024  # arguments with longer strings together (an editor's text) are not cached

@@ -900,7 +900,7 @@ def _readings(
     return r
 
 
-# a step takes 2.3% more instructions without this cache (bench/results/compiled.md)
+# a step takes 2.5% more instructions without this cache (bench/results/compiled.md)
 _known: dict[tuple[bytes, bool, bool], Readings] = {}
 """Readings of recent texts by (digest of output and error, match operation, runs something)."""
 
