@@ -10,9 +10,10 @@ one open) and may keep the audit head it wrote last (``_known_head``, ``_moved_h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
+from antiloop.history import SessionState
 from antiloop.stores._common import (
     Records,
     approval_from_json,
@@ -20,6 +21,7 @@ from antiloop.stores._common import (
     damaged_head,
     parse_head,
 )
+from antiloop.stores.codec import decode_state, encode_state
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest
@@ -50,7 +52,15 @@ def _upsert(table: str, key: str, columns: str) -> str:
 
 
 _ROWS = "SELECT seq, body, hash, session, kind, at FROM audit WHERE seq > ?"
+_SESSIONS = "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
 STATEMENTS = {
+    "state": "SELECT state FROM sessions WHERE id = ?",
+    "lock_state": "SELECT state FROM sessions WHERE id = ?{lock}",
+    "put_state": _upsert("sessions", "id", "state, updated"),
+    "set_state": "UPDATE sessions SET state = ?, updated = ? WHERE id = ?",
+    "drop_state": "DELETE FROM sessions WHERE id = ?",
+    "sessions": _SESSIONS,
+    "sessions_page": _SESSIONS + " LIMIT ? OFFSET ?",
     "head": "SELECT value FROM meta WHERE key = 'audit_head'{lock}",
     "base": "SELECT value FROM meta WHERE key = 'audit_base'",
     "meta": _upsert("meta", "key", "value"),
@@ -111,9 +121,73 @@ class SQLRecords(Records):
     def _moved_head(self, head: tuple[int, str]) -> None:
         """The audit head is now ``head`` (written, not yet committed)."""
 
-    def _forget_records(self, db: Any, session: str) -> None:
-        db.execute(self._sql["unfeed"], (session,))
-        db.execute(self._sql["unstop"], (session,))
+    def _dropped(self, session: str) -> None:
+        """The session's row changes outside ``transaction()``: drop what is cached of it.
+
+        Called inside the write, under the store's lock, so no transaction takes it meanwhile.
+        """
+
+    # -- sessions (antiloop.stores.state) ----------------------------------------------------
+
+    def peek(self, session: str) -> SessionState | None:
+        """The saved state, or None."""
+        rows = self._read("read a session", self._sql["state"], (session,))
+        return decode_state(bytes(rows[0][0])) if rows and rows[0][0] else None
+
+    def load(self, session: str) -> tuple[SessionState, object]:
+        """The saved state and its version (the stored bytes); a new state and None."""
+        rows = self._read("read a session", self._sql["state"], (session,))
+        data = bytes(rows[0][0]) if rows and rows[0][0] else None
+        return (SessionState(), None) if data is None else (decode_state(data), data)
+
+    def save(
+        self,
+        session: str,
+        state: SessionState,
+        version: object,
+        events: Sequence[AuditEvent] = (),
+    ) -> tuple[SessionState, object] | None:
+        """Keep ``state`` and ``events`` in one write transaction if still at ``version``.
+
+        The row is read (and locked) inside the transaction and compared with the bytes
+        ``load`` read; None when kept, else the current state and version.
+        """
+        data = encode_state(state)
+
+        def put(db: Any) -> bytes | bool | None:
+            self._dropped(session)
+            row = db.execute(self._sql["lock_state"], (session,)).fetchone()
+            current = bytes(row[0]) if row is not None and row[0] else None
+            if current != version:
+                return current
+            db.execute(self._sql["put_state"], (session, data, self.clock()))
+            for event in events:
+                self._append(db, event)
+            return True
+
+        found = self._write("save a session", put)
+        if found is True:
+            return None
+        return (SessionState(), None) if not found else (decode_state(found), found)
+
+    def forget(self, session: str) -> None:
+        """Drop the session's state, feedback and stop flag (its audit records stay)."""
+
+        def drop(db: Any) -> None:
+            self._dropped(session)
+            for name in ("drop_state", "unfeed", "unstop"):
+                db.execute(self._sql[name], (session,))
+
+        self._write("forget a session", drop)
+
+    def sessions(self) -> list[str]:
+        """Session ids, most recently updated first."""
+        return [r[0] for r in self._read("list sessions", self._sql["sessions"])]
+
+    def sessions_page(self, offset: int, limit: int) -> list[str]:
+        """``limit`` session ids from ``offset`` on, most recently updated first."""
+        rows = self._read("list sessions", self._sql["sessions_page"], (limit, offset))
+        return [r[0] for r in rows]
 
     # -- audit ----------------------------------------------------------------------------
 

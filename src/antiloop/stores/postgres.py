@@ -34,7 +34,7 @@ from antiloop.errors import ConfigError, MissingExtra, StoreError
 from antiloop.history import SessionState
 from antiloop.stores._common import hide_password, split_options
 from antiloop.stores._sql import POSTGRES, SQLRecords, statements
-from antiloop.stores.codec import StateCache, decode_state, encode_state
+from antiloop.stores.codec import StateCache, encode_state
 
 T = TypeVar("T")
 
@@ -168,10 +168,10 @@ class _Transaction:
                 with store._watchdog.watch(conn):
                     self._tx = conn.transaction()
                     self._tx.__enter__()
-                    row = conn.execute(sql["lock"], (self._session,)).fetchone()
+                    row = conn.execute(sql["lock_state"], (self._session,)).fetchone()
                     if row is None:
                         conn.execute(sql["new"], (self._session, store.clock()))
-                        row = conn.execute(sql["lock"], (self._session,)).fetchone()
+                        row = conn.execute(sql["lock_state"], (self._session,)).fetchone()
                 data = bytes(row[0]) if row is not None and row[0] else None
                 state = store._states.load(self._session, data)
             except BaseException as exc:
@@ -217,7 +217,7 @@ class _Transaction:
                 data = encode_state(self._state)
                 assert conn is not None  # noqa: S101
                 with store._watchdog.watch(conn):
-                    conn.execute(store._sql["save"], (data, store.clock(), self._session))
+                    conn.execute(store._sql["set_state"], (data, store.clock(), self._session))
                     tx, self._tx = self._tx, None
                     tx.__exit__(None, None, None)
             except BaseException as err:
@@ -282,10 +282,8 @@ class PostgresStore(SQLRecords):
     _dialect = POSTGRES
     _sql: ClassVar[dict[str, str]] = {
         **statements(POSTGRES),
-        "lock": "SELECT state FROM sessions WHERE id = %s FOR UPDATE",
         "new": "INSERT INTO sessions (id, state, updated) VALUES (%s, '', %s)"
         " ON CONFLICT (id) DO NOTHING",
-        "save": "UPDATE sessions SET state = %s, updated = %s WHERE id = %s",
     }
 
     def __repr__(self) -> str:
@@ -424,46 +422,9 @@ class PostgresStore(SQLRecords):
         """Lock the session's row (``SELECT … FOR UPDATE``), yield its state, save on exit."""
         return _Transaction(self, session)
 
-    def peek(self, session: str) -> SessionState | None:
-        """The saved state, or None."""
-        row = self._do(
-            "read a session",
-            lambda c: c.execute("SELECT state FROM sessions WHERE id = %s", (session,)).fetchone(),
-        )
-        return decode_state(bytes(row[0])) if row is not None and row[0] else None
-
-    def forget(self, session: str) -> None:
-        """Drop the session's state, feedback and stop flag (its audit records stay)."""
-
-        def drop(c: Any) -> None:
-            c.execute("DELETE FROM sessions WHERE id = %s", (session,))
-            self._forget_records(c, session)
-
-        self._do("forget a session", drop, write=True)
+    def _dropped(self, session: str) -> None:
         with self._lock:
             self._states.drop(session)
-
-    def sessions(self) -> list[str]:
-        """Session ids, most recently updated first."""
-        rows = self._do(
-            "list sessions",
-            lambda c: c.execute(
-                "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
-            ).fetchall(),
-        )
-        return [r[0] for r in rows]
-
-    def sessions_page(self, offset: int, limit: int) -> list[str]:
-        """``limit`` session ids from ``offset`` on, most recently updated first."""
-        rows = self._do(
-            "list sessions",
-            lambda c: c.execute(
-                "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
-                " LIMIT %s OFFSET %s",
-                (limit, offset),
-            ).fetchall(),
-        )
-        return [r[0] for r in rows]
 
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""

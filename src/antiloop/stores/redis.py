@@ -76,6 +76,7 @@ from antiloop.stores._common import (
     split_options,
 )
 from antiloop.stores.codec import StateCache, decode_state, encode_state
+from antiloop.stores.state import judge as judge_by_cas
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest
@@ -187,28 +188,15 @@ class _Transaction:
         store = self._store
         store._tx_lock.acquire()
         try:
-            self._token = token = uuid.uuid4().hex
-            keys = store._keys(self._session)
-            lock_ms = int(store.lock_ttl * 1000)
-            waited = 0.0
-            while True:
-                got = store._call(_ENTER, keys[:2], [token, lock_ms], "lock a session")
-                if got[0] == 1:
-                    break
-                if waited > store.lock_ttl * 2:
-                    raise StoreError(
-                        f"session {self._session!r} stayed locked for {waited:.0f} s in {store.url}"
-                    )
-                pause = min(0.002 * (1 + waited * 50), 0.05)
-                time.sleep(pause)
-                waited += pause
-            data = got[1] if len(got) > 1 else None
-            state = store._states.load(self._session, data)
+            self._token, data = store._lock(self._session)
+            try:
+                state = store._states.load(self._session, data)
+            except BaseException:
+                store._release(self._session, self._token)
+                raise
             store._pending = []
             store._ids = []
         except BaseException:
-            if self._token:
-                store._release(self._session, self._token)
             store._tx_lock.release()
             raise
         self._state = state
@@ -534,14 +522,13 @@ class RedisStore(Records):
         session: str,
         fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]],
     ) -> V:
-        """Judge a step by compare-and-set: one round trip when this store saved the session last.
+        """Judge a step by compare-and-set (``antiloop.stores.state.judge``).
 
-        ``fn`` changes the state it is given and returns its result and the audit events to
-        keep. The state this store object saved last is judged, and one script saves it, its
-        new version and the records, checking that the version is still the one judged and
-        that no ``transaction()`` holds the session. When another guard saved the session
-        since, the script answers with the current state and ``fn`` is called again on it;
-        a session this store has not saved (or not lately) is read first (two round trips).
+        The state this store object saved last is judged, with no read: one round trip (the
+        save). A session it has not saved (or not lately) is read first: two. When another
+        guard saved the session since, the save answers with the current state and ``fn``
+        runs again on it. A cluster client judges in ``transaction()`` instead (the session's
+        slot and the audit log's are apart), noting the step's ids in the audit ledger.
 
         Raises:
             StoreError: Redis failed, or the session stayed locked.
@@ -556,33 +543,84 @@ class RedisStore(Records):
             return result
         with self._tx_lock:
             hit = self._states.pop(session)
-            if hit is not None and isinstance(hit[2], str):
-                state, expected = hit[1], hit[2]
-            else:
-                expected, state = self._read_state(session)
-            result, events = fn(state)
-            data = encode_state(state)
-            version = uuid.uuid4().hex
+            warm = (hit[1], hit[2]) if hit is not None and isinstance(hit[2], str) else None
+            return judge_by_cas(self, session, fn, warm)
+
+    def load(self, session: str) -> tuple[SessionState, object]:
+        """The session's state and version (None when unknown), read in one MULTI."""
+        version, state = self._read_state(session)
+        return state, version or None
+
+    def save(
+        self,
+        session: str,
+        state: SessionState,
+        version: object,
+        events: Sequence[AuditEvent] = (),
+    ) -> tuple[SessionState, object] | None:
+        """Save the state and append ``events`` in one script if the version is ``version``.
+
+        Waits while a ``transaction()`` holds the session. Returns None when saved, else the
+        current state and version (from the same reply).
+        """
+        data = encode_state(state)
+        new = uuid.uuid4().hex
+        with self._tx_lock:
+            if self._cluster:
+                return self._save_locked(session, data, state, str(version or ""), list(events))
             waited = 0.0
             while True:
-                reply = self._commit(session, "", expected, version, data, list(events))
+                reply = self._commit(session, "", str(version or ""), new, data, list(events))
                 if reply[0] == 1:
-                    self._states.saved(session, data, state, version)
-                    return result
-                if reply[1] == b"locked":  # a transaction() holds the session: wait for it
-                    if waited > self.lock_ttl * 2:
-                        raise StoreError(
-                            f"session {session!r} stayed locked for {waited:.0f} s in {self._url}"
-                        )
-                    pause = min(0.002 * (1 + waited * 50), 0.05)
-                    time.sleep(pause)
-                    waited += pause
-                    continue
-                # Another guard saved the session since: judge the step again on its state.
-                expected = reply[2].decode()
-                state = decode_state(reply[3]) if len(reply) > 3 and reply[3] else SessionState()
-                result, events = fn(state)
-                data = encode_state(state)
+                    self._states.saved(session, data, state, new)
+                    return None
+                if reply[1] != b"locked":
+                    found = reply[3] if len(reply) > 3 and reply[3] else None
+                    current = SessionState() if found is None else decode_state(found)
+                    return current, reply[2].decode() or None
+                waited = self._wait(session, waited)
+
+    def _save_locked(
+        self, session: str, data: bytes, state: SessionState, version: str, events: list[Any]
+    ) -> tuple[SessionState, object] | None:
+        """A cluster client's compare-and-set: under the session's lock, records then state."""
+        token, current = self._lock(session)
+        try:
+            found = self._run("read a session", lambda c: c.get(self._keys(session)[4]))
+        except BaseException:
+            self._release(session, token)
+            raise
+        now = (found or b"").decode() if current is not None else ""
+        if now != version:
+            self._release(session, token)
+            return (SessionState() if current is None else decode_state(current)), now or None
+        self._ids = []
+        self._save_apart(session, token, data, state, events)
+        return None
+
+    def _lock(self, session: str) -> tuple[str, bytes | None]:
+        """Take the session's lock (waiting while another holds it): the token, and the state."""
+        token = uuid.uuid4().hex
+        keys = self._keys(session)
+        lock_ms = int(self.lock_ttl * 1000)
+        waited = 0.0
+        try:
+            while True:
+                got = self._call(_ENTER, keys[:2], [token, lock_ms], "lock a session")
+                if got[0] == 1:
+                    return token, (got[1] if len(got) > 1 else None)
+                waited = self._wait(session, waited)
+        except BaseException:  # a lost reply may have left the lock taken: it is ours
+            self._release(session, token)
+            raise
+
+    def _wait(self, session: str, waited: float) -> float:
+        """Sleep a little while another holds the session's lock; the time waited, after."""
+        if waited > self.lock_ttl * 2:
+            raise StoreError(f"session {session!r} stayed locked for {waited:.0f} s in {self._url}")
+        pause = min(0.002 * (1 + waited * 50), 0.05)
+        time.sleep(pause)
+        return waited + pause
 
     def _read_state(self, session: str) -> tuple[str, SessionState]:
         """The session's version ('' when it has none) and state, read in one MULTI."""
@@ -592,7 +630,7 @@ class RedisStore(Records):
             pipe = c.pipeline(transaction=True)
             pipe.get(keys[1])
             pipe.get(keys[4])
-            if self._head is None:
+            if self._head is None and not self._cluster:  # another slot in a cluster
                 pipe.get(self._head_key)
             found: list[Any] = pipe.execute()
             return found

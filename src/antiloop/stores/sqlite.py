@@ -43,7 +43,7 @@ from antiloop.errors import ConfigError, StoreError
 from antiloop.history import SessionState
 from antiloop.stores._sql import SQLITE, SQLRecords, statements
 from antiloop.stores._sqlite_link import Link, attach, detach
-from antiloop.stores.codec import decode_state, encode_state
+from antiloop.stores.codec import encode_state
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -69,12 +69,6 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 SCHEMA_VERSION = max(MIGRATIONS)
 """The schema version this antiloop writes."""
 
-_GET_STATE = "SELECT state FROM sessions WHERE id = ?"
-_PUT_STATE = (
-    "INSERT INTO sessions (id, state, updated) VALUES (?, ?, ?) "
-    "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated = excluded.updated"
-)
-_SET_STATE = "UPDATE sessions SET state = ?, updated = ? WHERE id = ?"
 _DATA_VERSION = "PRAGMA data_version"
 _SMALLEST_DATABASE = 512
 """Bytes of the smallest SQLite database file (one page); an empty file is a new database."""
@@ -118,7 +112,7 @@ class _Transaction:
                     link.head = None
                 state = link.states.take(self._session, version)
                 if state is None:
-                    row = cur.execute(_GET_STATE, (self._session,)).fetchone()
+                    row = cur.execute(store._sql["state"], (self._session,)).fetchone()
                     state = link.states.load(self._session, None if row is None else row[0])
                     self._saved = row is not None
                 else:
@@ -152,9 +146,9 @@ class _Transaction:
                     data = encode_state(self._state)
                     cur = link.cursor
                     if self._saved:
-                        cur.execute(_SET_STATE, (data, store.clock(), self._session))
+                        cur.execute(store._sql["set_state"], (data, store.clock(), self._session))
                     else:
-                        cur.execute(_PUT_STATE, (self._session, data, store.clock()))
+                        cur.execute(store._sql["put_state"], (self._session, data, store.clock()))
                     cur.execute("RELEASE step" if link.batch else "COMMIT")
                     link.head_pending = False
                     link.states.saved(self._session, data, self._state, link.version)
@@ -512,26 +506,9 @@ class SQLiteStore(SQLRecords):
                     raise self._failed("could not save a batch", exc) from exc
                 raise
 
-    def peek(self, session: str) -> SessionState | None:
-        """The saved state, or None."""
-        rows = self._read("read a session", _GET_STATE, (session,))
-        return decode_state(rows[0][0]) if rows else None
-
-    def forget(self, session: str) -> None:
-        """Drop the session's state, feedback and stop flag (its audit records stay)."""
-
-        def drop(db: Any) -> None:
-            db.execute("DELETE FROM sessions WHERE id = ?", (session,))
-            self._forget_records(db, session)
-
-        self._write("forget a session", drop)
+    def _dropped(self, session: str) -> None:
         with self._held() as link:
             link.states.drop(session)
-
-    def sessions(self) -> list[str]:
-        """Session ids, most recently updated first."""
-        rows = self._read("list sessions", "SELECT id FROM sessions ORDER BY updated DESC, id")
-        return [r[0] for r in rows]
 
     def close(self) -> None:
         """Let go of the connection (closed when no other store of this process uses it).
