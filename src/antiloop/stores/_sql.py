@@ -32,14 +32,42 @@ T = TypeVar("T")
 
 
 class Dialect(NamedTuple):
-    """What the SQL of records differs in."""
+    """What the SQL of records differs in: placeholder, row lock, column types.
+
+    (SQLite's ``INTEGER PRIMARY KEY`` is the rowid: the audit log is its primary index.)
+    """
 
     param: str
     lock: str
+    int: str
+    real: str
+    blob: str
+    serial: str
 
 
-SQLITE = Dialect("?", "")
-POSTGRES = Dialect("%s", " FOR UPDATE")
+SQLITE = Dialect("?", "", "INTEGER", "REAL", "BLOB", "INTEGER PRIMARY KEY AUTOINCREMENT")
+POSTGRES = Dialect(
+    "%s", " FOR UPDATE", "bigint", "double precision", "bytea", "bigserial PRIMARY KEY"
+)
+
+_TABLES = (
+    "CREATE TABLE sessions (id text PRIMARY KEY, state {blob} NOT NULL, updated {real} NOT NULL)",
+    "CREATE TABLE audit (seq {int} PRIMARY KEY, session text NOT NULL, kind text NOT NULL,"
+    " at {real} NOT NULL, body text NOT NULL, hash text NOT NULL)",
+    "CREATE INDEX audit_session ON audit (session, seq)",
+    "CREATE TABLE approvals (id text PRIMARY KEY, session text NOT NULL,"
+    " status text NOT NULL, created_at {real} NOT NULL, body text NOT NULL)",
+    "CREATE INDEX approvals_status ON approvals (status, created_at)",
+    "CREATE TABLE cache (key text PRIMARY KEY, value text NOT NULL, expires {real} NOT NULL)",
+    "CREATE TABLE feedback (id {serial}, session text NOT NULL, text text NOT NULL,"
+    " at {real} NOT NULL)",
+    "CREATE TABLE stops (session text PRIMARY KEY, by text NOT NULL, at {real} NOT NULL)",
+)
+
+
+def tables(dialect: Dialect) -> tuple[str, ...]:
+    """The statements that make schema version 1's tables (``meta`` apart) in a dialect."""
+    return tuple(t.format(**dialect._asdict()) for t in _TABLES)
 
 
 def _upsert(table: str, key: str, columns: str) -> str:

@@ -33,7 +33,7 @@ from typing import Any, ClassVar, TypeVar
 from antiloop.errors import ConfigError, MissingExtra, StoreError
 from antiloop.history import SessionState
 from antiloop.stores._common import hide_password, split_options
-from antiloop.stores._sql import POSTGRES, SQLRecords, statements
+from antiloop.stores._sql import POSTGRES, SQLRecords, statements, tables
 from antiloop.stores.codec import StateCache, encode_state
 
 T = TypeVar("T")
@@ -44,24 +44,7 @@ _LOCK_ID = 0x616E746C6F6F70  # advisory lock key for schema changes ("antloop")
 
 #: schema version -> statements (run with the schema first on the search_path)
 MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: (
-        "CREATE TABLE sessions (id text PRIMARY KEY, state bytea NOT NULL,"
-        " updated double precision NOT NULL)",
-        "CREATE TABLE audit (seq bigint PRIMARY KEY, session text NOT NULL,"
-        " kind text NOT NULL, at double precision NOT NULL, body text NOT NULL,"
-        " hash text NOT NULL)",
-        "CREATE INDEX ON audit (session, seq)",
-        "CREATE TABLE approvals (id text PRIMARY KEY, session text NOT NULL,"
-        " status text NOT NULL, created_at double precision NOT NULL, body text NOT NULL)",
-        "CREATE INDEX ON approvals (status, created_at)",
-        "CREATE TABLE cache (key text PRIMARY KEY, value text NOT NULL,"
-        " expires double precision NOT NULL)",
-        "CREATE TABLE feedback (id bigserial PRIMARY KEY, session text NOT NULL,"
-        " text text NOT NULL, at double precision NOT NULL)",
-        "CREATE TABLE stops (session text PRIMARY KEY, by text NOT NULL,"
-        " at double precision NOT NULL)",
-        "INSERT INTO meta (key, value) VALUES ('audit_head', '')",
-    ),
+    1: (*tables(POSTGRES), "INSERT INTO meta (key, value) VALUES ('audit_head', '')"),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 """The schema version this antiloop writes."""

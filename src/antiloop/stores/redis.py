@@ -142,21 +142,12 @@ _ABORT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 """
-# KEYS: log, head. ARGV: expected head ("" when none), new head, records...
-# -> 1 appended, or the current head (another guard appended first).
-_APPEND = """
-local head = redis.call('GET', KEYS[2]) or ''
-if head ~= ARGV[1] then return {0, head} end
-for i = 3, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
-redis.call('SET', KEYS[2], ARGV[2])
-return {1, ARGV[2]}
-"""
-
-# A cluster client's append of a judged step: once per step id (a retry after a save that
-# failed, or a resent script, finds its ids in the ledger and appends nothing).
+# Appends records after the expected head; those of a cluster client's judged step once per
+# step id (a retry after a save that failed, or a resent script, finds its ids in the ledger
+# and appends nothing).
 # KEYS: log, head, ledger. ARGV: expected head, new head, ledger cap, now, id count, ids...,
 # records... -> {1, head} appended, {2, head} every id was appended before, or {0, head}.
-_APPEND_ONCE = """
+_APPEND = """
 local n = tonumber(ARGV[5])
 local seen = n > 0
 for i = 6, 5 + n do
@@ -167,8 +158,10 @@ local head = redis.call('GET', KEYS[2]) or ''
 if head ~= ARGV[1] then return {0, head} end
 for i = 6 + n, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
 redis.call('SET', KEYS[2], ARGV[2])
-for i = 6, 5 + n do redis.call('ZADD', KEYS[3], ARGV[4], ARGV[i]) end
-redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
+if n > 0 then
+  for i = 6, 5 + n do redis.call('ZADD', KEYS[3], ARGV[4], ARGV[i]) end
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
+end
 return {1, ARGV[2]}
 """
 LEDGER_KEPT = 100_000
@@ -697,17 +690,9 @@ class RedisStore(Records):
         raise StoreError(f"could not append to the audit log of {self._url}: too much contention")
 
     def _append(self, head: str, rows: list[str], ids: Sequence[str]) -> Any:
-        """Run the append script: ``_APPEND_ONCE`` when the records are a step's with ids."""
-        if not ids:
-            return self._call(
-                _APPEND,
-                [self._log, self._head_key],
-                [head, *rows],
-                "append to the audit log",
-                wait=True,
-            )
+        """Run ``_APPEND``: the records after ``head``, unless every one of ``ids`` is noted."""
         return self._call(
-            _APPEND_ONCE,
+            _APPEND,
             [self._log, self._head_key, self._ledger],
             [head, rows[0], LEDGER_KEPT, self.clock(), len(ids), *ids, *rows[1:]],
             "append to the audit log",

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from antiloop._files import PRIVATE_FILE, make_private_dirs
 from antiloop.errors import ConfigError, StoreError
 from antiloop.history import SessionState
-from antiloop.stores._sql import SQLITE, SQLRecords, statements
+from antiloop.stores._sql import SQLITE, SQLRecords, statements, tables
 from antiloop.stores._sqlite_link import Link, attach, detach
 from antiloop.stores.codec import encode_state
 
@@ -52,19 +52,7 @@ APPLICATION_ID = 0x414E4C50  # "ANLP"
 
 #: schema version -> the statements that bring the previous version to it
 MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: (
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        "CREATE TABLE sessions (id TEXT PRIMARY KEY, state BLOB NOT NULL, updated REAL NOT NULL)",
-        "CREATE TABLE audit (seq INTEGER PRIMARY KEY, session TEXT NOT NULL, kind TEXT NOT NULL,"
-        " at REAL NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL)",
-        "CREATE INDEX audit_session ON audit (session, seq)",
-        "CREATE TABLE approvals (id TEXT PRIMARY KEY, session TEXT NOT NULL,"
-        " status TEXT NOT NULL, created_at REAL NOT NULL, body TEXT NOT NULL)",
-        "CREATE TABLE cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL NOT NULL)",
-        "CREATE TABLE feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL,"
-        " text TEXT NOT NULL, at REAL NOT NULL)",
-        "CREATE TABLE stops (session TEXT PRIMARY KEY, by TEXT NOT NULL, at REAL NOT NULL)",
-    ),
+    1: ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", *tables(SQLITE)),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 """The schema version this antiloop writes."""
