@@ -18,6 +18,7 @@ from antiloop.stores._common import (
     Records,
     approval_from_json,
     approval_to_json,
+    check_chain,
     damaged_head,
     parse_head,
 )
@@ -277,21 +278,14 @@ class SQLRecords(Records):
 
         The head is read (and locked) first, so no record is appended meanwhile.
         """
-        from antiloop.stores.auditlog import Problem, verify_chain
 
         def read(db: Any) -> tuple[Any, Any, list[AuditRow]]:
             head = db.execute(self._sql["head"]).fetchone()
             base = db.execute(self._sql["base"]).fetchone()
             return head, base, self._rows(None, 0, db)
 
-        found, base, rows = self._write("read the audit log", read)
-        head_text = found[0] if found else ""
-        base_pair = parse_head(base[0]) if base else None
-        head = parse_head(head_text) if head_text else None
-        if head_text and head is None:
-            damaged = Problem(0, "head", f"the audit head is damaged: {head_text[:80]!r}")
-            return [damaged, *verify_chain(rows, None, base_pair)]
-        return verify_chain(rows, head, base_pair)
+        head, base, rows = self._write("read the audit log", read)
+        return check_chain(rows, head[0] if head else "", base[0] if base else "")
 
     def prune_audit(self, before: float, now: float | None = None) -> int:
         """Remove the records older than ``before`` from the start of the chain; how many.

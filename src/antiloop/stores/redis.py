@@ -70,6 +70,7 @@ from antiloop.stores._common import (
     Records,
     approval_from_json,
     approval_to_json,
+    check_chain,
     damaged_head,
     hide_password,
     parse_head,
@@ -717,20 +718,15 @@ class RedisStore(Records):
 
     def sessions(self) -> list[str]:
         """Session ids, most recently updated first (expired ones are swept)."""
-
-        def list_them(c: Any) -> list[bytes]:
-            c.zremrangebyscore(self._index, "-inf", self.clock() - self.ttl)
-            found: list[bytes] = c.zrevrange(self._index, 0, -1)
-            return found
-
-        return [s.decode() for s in self._run("list sessions", list_them)]
+        return self.sessions_page(0, -1)
 
     def sessions_page(self, offset: int, limit: int) -> list[str]:
-        """``limit`` session ids from ``offset`` on, most recently updated first."""
+        """``limit`` session ids (-1: all) from ``offset`` on, most recently updated first."""
 
         def page(c: Any) -> list[bytes]:
             c.zremrangebyscore(self._index, "-inf", self.clock() - self.ttl)
-            found: list[bytes] = c.zrevrange(self._index, offset, offset + limit - 1)
+            last = -1 if limit < 0 else offset + limit - 1
+            found: list[bytes] = c.zrevrange(self._index, offset, last)
             return found
 
         return [s.decode() for s in self._run("list sessions", page)]
@@ -785,16 +781,9 @@ class RedisStore(Records):
 
     def verify_audit(self) -> list[Problem]:
         """Check the chain (in list order) and the head."""
-        from antiloop.stores.auditlog import Problem, verify_chain
-
         rows = self._audit_rows()
         raw = self._run("read the audit head", lambda c: c.get(self._head_key))
-        text = raw.decode("utf-8", "replace") if raw else ""
-        head = parse_head(text) if text else None
-        if text and head is None:
-            damaged = Problem(0, "head", f"the audit head is damaged: {text[:80]!r}")
-            return [damaged, *verify_chain(rows, None)]
-        return verify_chain(rows, head)
+        return check_chain(rows, raw.decode("utf-8", "replace") if raw else "")
 
     # -- approvals ------------------------------------------------------------------------
 
