@@ -27,7 +27,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
 from antiloop.errors import ConfigError, MissingExtra, StoreError
@@ -130,91 +129,6 @@ def _shut(conn: Any) -> None:
             sock.shutdown(socket.SHUT_RDWR)
         finally:
             sock.close()
-
-
-class _Transaction:
-    __slots__ = ("_session", "_state", "_store", "_tx")
-
-    def __init__(self, store: PostgresStore, session: str) -> None:
-        self._store = store
-        self._session = session
-        self._state: SessionState | None = None
-        self._tx: Any = None
-
-    def __enter__(self) -> SessionState:
-        store = self._store
-        store._lock.acquire()
-        try:
-            conn = store._connect()
-            sql = store._sql
-            try:
-                with store._watchdog.watch(conn):
-                    self._tx = conn.transaction()
-                    self._tx.__enter__()
-                    row = conn.execute(sql["lock_state"], (self._session,)).fetchone()
-                    if row is None:
-                        conn.execute(sql["new"], (self._session, store.clock()))
-                        row = conn.execute(sql["lock_state"], (self._session,)).fetchone()
-                data = bytes(row[0]) if row is not None and row[0] else None
-                state = store._states.load(self._session, data)
-            except BaseException as exc:
-                self._abort(exc)
-                raise
-            store._in_tx = True
-        except BaseException:
-            store._lock.release()
-            raise
-        self._state = state
-        return state
-
-    def _abort(self, exc: BaseException) -> None:
-        store = self._store
-        store._states.drop(self._session)
-        tx, self._tx = self._tx, None
-        if tx is not None:
-            with contextlib.suppress(Exception):  # the connection is reset below if it broke
-                tx.__exit__(type(exc), exc, None)
-        store._broken(exc)
-        if store._is_driver_error(exc):
-            raise store._failed("judge a step", exc) from exc
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        store = self._store
-        try:
-            if kind is not None:
-                store._states.drop(self._session)
-                tx, self._tx = self._tx, None
-                try:
-                    tx.__exit__(kind, exc, tb)
-                except Exception as err:
-                    store._broken(err)
-                return
-            assert self._state is not None  # noqa: S101 - set by __enter__
-            conn = store._conn
-            try:
-                data = encode_state(self._state)
-                assert conn is not None  # noqa: S101
-                with store._watchdog.watch(conn):
-                    conn.execute(store._sql["set_state"], (data, store.clock(), self._session))
-                    tx, self._tx = self._tx, None
-                    tx.__exit__(None, None, None)
-            except BaseException as err:
-                if self._tx is not None:
-                    self._abort(err)
-                store._states.drop(self._session)
-                store._broken(err)
-                if store._is_driver_error(err):
-                    raise store._failed("save a session", err) from err
-                raise
-            store._states.saved(self._session, data, self._state)
-        finally:
-            store._in_tx = False
-            store._lock.release()
 
 
 class PostgresStore(SQLRecords):
@@ -401,9 +315,63 @@ class PostgresStore(SQLRecords):
 
     # -- sessions -------------------------------------------------------------------------
 
-    def transaction(self, session: str) -> _Transaction:
-        """Lock the session's row (``SELECT … FOR UPDATE``), yield its state, save on exit."""
-        return _Transaction(self, session)
+    @contextlib.contextmanager
+    def transaction(self, session: str) -> Iterator[SessionState]:
+        """Lock the session's row (``SELECT … FOR UPDATE``), yield its state, save on exit.
+
+        The audit events appended inside commit with the state; any failure saves nothing.
+        """
+        with self._lock:
+            conn = self._connect()
+            sql = self._sql
+            tx: Any = conn.transaction()
+            try:
+                with self._watchdog.watch(conn):
+                    tx.__enter__()
+                    row = conn.execute(sql["lock_state"], (session,)).fetchone()
+                    if row is None:
+                        conn.execute(sql["new"], (session, self.clock()))
+                        row = conn.execute(sql["lock_state"], (session,)).fetchone()
+                state = self._states.load(session, bytes(row[0]) if row and row[0] else None)
+            except BaseException as exc:
+                failed = self._abort(session, tx, exc, "judge a step")
+                if failed is None:
+                    raise
+                raise failed from exc
+            self._in_tx = True
+            try:
+                try:
+                    yield state
+                except BaseException as exc:  # the caller's: roll back, then it goes on
+                    self._states.drop(session)
+                    try:
+                        tx.__exit__(type(exc), exc, exc.__traceback__)
+                    except Exception as err:
+                        self._broken(err)
+                    raise
+                try:
+                    data = encode_state(state)
+                    with self._watchdog.watch(conn):
+                        conn.execute(sql["set_state"], (data, self.clock(), session))
+                        tx, done = None, tx
+                        done.__exit__(None, None, None)
+                except BaseException as exc:
+                    failed = self._abort(session, tx, exc, "save a session")
+                    if failed is None:
+                        raise
+                    raise failed from exc
+                self._states.saved(session, data, state)
+            finally:
+                self._in_tx = False
+
+    def _abort(self, session: str, tx: Any, exc: BaseException, what: str) -> StoreError | None:
+        """Roll back ``tx`` (None: ended) after ``exc``; the StoreError to raise for a driver's."""
+        self._states.drop(session)
+        if tx is not None:
+            with contextlib.suppress(Exception):  # the connection is reset below if it broke
+                tx.__exit__(type(exc), exc, None)
+        self._broken(exc)
+        return self._failed(what, exc) if self._is_driver_error(exc) else None
 
     def _dropped(self, session: str) -> None:
         with self._lock:
