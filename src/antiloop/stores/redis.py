@@ -60,7 +60,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -167,58 +166,6 @@ return {1, ARGV[2]}
 """
 LEDGER_KEPT = 100_000
 """Step ids a cluster store's audit ledger remembers (of every session; oldest dropped)."""
-
-
-class _Transaction:
-    __slots__ = ("_session", "_state", "_store", "_token")
-
-    def __init__(self, store: RedisStore, session: str) -> None:
-        self._store = store
-        self._session = session
-        self._token = ""
-        self._state: SessionState | None = None
-
-    def __enter__(self) -> SessionState:
-        store = self._store
-        store._tx_lock.acquire()
-        try:
-            self._token, data = store._lock(self._session)
-            try:
-                state = store._states.load(self._session, data)
-            except BaseException:
-                store._release(self._session, self._token)
-                raise
-            store._pending = []
-            store._ids = []
-        except BaseException:
-            store._tx_lock.release()
-            raise
-        self._state = state
-        return state
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        store = self._store
-        pending = store._pending or []
-        store._pending = None
-        try:
-            if kind is not None:
-                store._states.drop(self._session)
-                store._release(self._session, self._token)
-                return
-            assert self._state is not None  # noqa: S101 - set by __enter__
-            try:
-                data = encode_state(self._state)
-            except BaseException:
-                store._release(self._session, self._token)
-                raise
-            store._save(self._session, self._token, data, self._state, pending)
-        finally:
-            store._tx_lock.release()
 
 
 class RedisStore(Records):
@@ -391,24 +338,34 @@ class RedisStore(Records):
 
     # -- sessions -------------------------------------------------------------------------
 
-    def transaction(self, session: str) -> _Transaction:
-        """Lock the session (Lua), yield its state, save it and unlock on a clean exit."""
-        return _Transaction(self, session)
+    @contextlib.contextmanager
+    def transaction(self, session: str) -> Iterator[SessionState]:
+        """Lock the session (Lua), yield its state, save it and unlock on a clean exit.
+
+        The save, the audit events appended inside and the unlock are one script (one round
+        trip). A cluster client cannot run one script over the session's and the audit log's
+        slots: it saves in two (``_save_apart``).
+        """
+        with self._tx_lock:
+            token, data = self._lock(session)
+            try:
+                state = self._states.load(session, data)
+                self._pending, self._ids = [], []
+                try:
+                    yield state
+                finally:
+                    pending, self._pending = self._pending or [], None
+                data = encode_state(state)
+            except BaseException:
+                self._states.drop(session)
+                self._release(session, token)
+                raise
+            self._save(session, token, data, state, pending)
 
     def _save(
-        self,
-        session: str,
-        token: str,
-        data: bytes,
-        state: SessionState,
-        pending: list[AuditEvent],
+        self, session: str, token: str, data: bytes, state: SessionState, pending: list[Any]
     ) -> None:
-        """The end of ``transaction()``: save, append and unlock in one script (one round trip).
-
-        A cluster client cannot run one script over the session's and the audit log's slots:
-        there the state is saved by one script and the records appended by another, in one
-        pipeline.
-        """
+        """The end of ``transaction()``: save, append and unlock (a cluster: ``_save_apart``)."""
         if self._cluster:
             self._save_apart(session, token, data, state, pending)
             return
