@@ -16,9 +16,10 @@ that is empty or starts with ``}`` is tagged ``~{<digest>}`` instead, as ``{}`` 
 
 Judging a step is atomic for its session, in one of two ways:
 
-- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set. The store keeps the
-  state it saved last with the version it saved it under; ``fn`` judges that state, and one
-  script (``_COMMIT``) checks that the session's version is still that one and that no
+- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set, the loop of
+  ``antiloop.stores.state.judge`` over ``load`` and ``save``. The store keeps the state it
+  saved last with the version it saved it under; ``fn`` judges that state, and one script
+  (``_COMMIT``) checks that the session's version is still that one and that no
   ``transaction()`` holds its lock, checks the audit head, then appends the audit records,
   moves the head, saves the state under a new version and updates the session index: one
   round trip. When another guard saved the session since, the script answers with the
