@@ -68,7 +68,9 @@ class MemoryStore(Records):
 
     def __init__(self, *, audit_cap: int = 4096, clock: Callable[[], float] = time.time) -> None:
         self._states: dict[str, SessionState] = {}
-        self._versions: dict[str, int] = {}  # bumped by save(); transaction() keeps the live state
+        # Of the sessions read by load(): bumped by save() and by transaction() (which hands
+        # out the live state), so that a save at a version loaded before is a conflict.
+        self._versions: dict[str, int] = {}
         self._lock = threading.RLock()
         self._pending: list[AuditEvent] | None = None
         self.audit_cap = audit_cap
@@ -97,7 +99,8 @@ class MemoryStore(Records):
     def transaction(self, session: str) -> _Transaction:
         """Lock the store and yield the session's live state."""
         self._lock.acquire()
-        self._versions[session] = self._versions.get(session, 0) + 1  # the live state may change
+        if session in self._versions:  # read by load(): the live state may change now
+            self._versions[session] += 1
         state = self._states.get(session)
         if state is None:
             state = self._states[session] = SessionState()
@@ -110,7 +113,7 @@ class MemoryStore(Records):
             state = self._states.get(session)
             if state is None:
                 return SessionState(), None
-            return copy.deepcopy(state), self._versions.get(session, 0)
+            return copy.deepcopy(state), self._versions.setdefault(session, 0)
 
     def save(
         self,
