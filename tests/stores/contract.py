@@ -21,6 +21,7 @@ from antiloop.readings import Readings, SameResult
 from antiloop.redact import REDACTED
 from antiloop.stores import ApprovalStore as ApprovalCapability
 from antiloop.stores import AuditLog, Interventions, ResultCache, Store
+from antiloop.stores.state import StateStore, judge
 from antiloop.verdict import Action, Verdict
 
 
@@ -621,3 +622,91 @@ def test_concurrent_answers_to_a_two_approver_request_decide_it_once(backend: An
     assert {a.status for a in answers.values()} <= {ApprovalStatus.PENDING, ApprovalStatus.APPROVED}
     assert ApprovalStatus.APPROVED in {a.status for a in answers.values()}
     assert sides[0].ledger.list_approvals(status="pending") == []
+
+
+# -- the state contract (antiloop.stores.state): load, compare-and-set save, forget -----------
+
+
+def _state_store(backend: Any) -> Any:
+    store = backend.open()
+    if not isinstance(store, StateStore):
+        pytest.skip(f"{backend.kind}: state and records in two stores (the state one's contract)")
+    return store
+
+
+def test_load_of_an_unknown_session_is_a_new_state_and_save_creates_it(backend: Any) -> None:
+    """load gives a new state and None; save at None keeps it; load reads it back, versioned."""
+    store = _state_store(backend)
+    state, version = store.load("s")
+    assert (state, version) == (SessionState(), None)
+    full = _full_state()
+    assert store.save("s", full, None, [AuditEvent("step", "s", 1.0, tool="x")]) is None
+    again, saved = store.load("s")
+    assert again == full
+    assert saved is not None
+    assert backend.open().peek("s") == full
+    assert "s" in store.sessions()
+    assert [r.tool for r in store.audit_records("s")] == ["x"]
+
+
+def test_a_save_at_a_stale_version_is_a_conflict_that_keeps_nothing(backend: Any) -> None:
+    """Two writers load one version: the first save wins, the second gets the winner's state."""
+    one, two = _state_store(backend), backend.open()
+    assert one.save("s", SessionState(steps=1), None) is None
+    a, version = one.load("s")
+    b, same = two.load("s")
+    a.steps, b.steps = 2, 20
+    assert one.save("s", a, version, [AuditEvent("step", "s", 1.0, tool="a")]) is None
+    conflict = two.save("s", b, same, [AuditEvent("step", "s", 2.0, tool="b")])
+    assert conflict is not None
+    current, newer = conflict
+    assert current.steps == 2
+    assert newer not in (None, same)
+    assert two.save("s", SessionState(steps=3), newer) is None  # at the version it was given
+    assert one.peek("s").steps == 3
+    assert [r.tool for r in one.audit_records("s")] == ["a"]
+    assert two.save("t", SessionState(steps=1), newer) is not None  # unknown: only None creates
+
+
+def test_a_transaction_moves_the_version_on(backend: Any) -> None:
+    """A save at a version loaded before a transaction() saved the session is a conflict."""
+    store = _state_store(backend)
+    with store.transaction("s") as state:
+        state.steps = 1
+    _, version = store.load("s")
+    with backend.open().transaction("s") as state:
+        state.steps = 2
+    conflict = store.save("s", SessionState(steps=9), version)
+    assert conflict is not None
+    assert conflict[0].steps == 2
+
+
+def test_forget_then_load_is_unknown_again(backend: Any) -> None:
+    """After forget, load is a new state and None, and a save at the old version conflicts."""
+    store = _state_store(backend)
+    assert store.save("s", SessionState(steps=1), None) is None
+    _, version = store.load("s")
+    store.forget("s")
+    assert store.load("s") == (SessionState(), None)
+    assert store.save("s", SessionState(steps=5), version) == (SessionState(), None)
+    assert "s" not in store.sessions()
+
+
+def test_judge_runs_again_on_the_state_another_writer_saved(backend: Any) -> None:
+    """The one compare-and-set loop: a conflict runs ``fn`` again on the winner's state."""
+    store, other = _state_store(backend), backend.open()
+    assert store.save("s", SessionState(steps=1), None) is None
+    seen: list[int] = []
+
+    def fn(state: SessionState) -> tuple[int, list[AuditEvent]]:
+        seen.append(state.steps)
+        if len(seen) == 1:  # another writer saves between this load and this save
+            with other.transaction("s") as theirs:
+                theirs.steps = 10
+        state.steps += 1
+        return state.steps, [AuditEvent("step", "s", 1.0, tool=f"t{state.steps}")]
+
+    assert judge(store, "s", fn) == 11
+    assert seen == [1, 10]
+    assert store.peek("s").steps == 11
+    assert [r.tool for r in store.audit_records("s")] == ["t11"]

@@ -12,6 +12,10 @@ Redis) and the audit log, approvals and interventions in another (say PostgreSQL
 ``antiloop.stores.split``.
 
 Judging a step is one atomic read-modify-write of its session's state: ``transaction()``.
+Underneath, every built-in keeps the state contract of ``antiloop.stores.state``: ``load``
+(state and version), compare-and-set ``save`` (with the step's audit events), ``forget``,
+``sessions``; ``antiloop.stores.state.judge`` is the one retry loop over it, which Redis
+judges with. The records' SQL is written once for SQLite and PostgreSQL (``_sql``).
 
 Beyond ``Store``, the built-in stores have four optional capabilities, each a Protocol here:
 ``AuditLog`` (a redacted, hash-chained record of every step and verdict), ``ApprovalStore``

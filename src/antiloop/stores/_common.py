@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
@@ -14,7 +14,7 @@ from antiloop.errors import ConfigError
 from antiloop.redact import redact_value
 
 if TYPE_CHECKING:
-    from antiloop.stores.auditlog import AuditRecord, SessionSummary
+    from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
 
 __all__ = [
     "Records",
@@ -191,6 +191,17 @@ def parse_head(text: str) -> tuple[int, str] | None:
     if not (seq.isascii() and seq.isdigit()) or len(digest) != 64:
         return None
     return int(seq), digest
+
+
+def check_chain(rows: Iterable[AuditRow], head: str, base: str = "") -> list[Problem]:
+    """``verify_chain`` under a stored head (and base) ``"seq hash"``; a damaged head is named."""
+    from antiloop.stores.auditlog import Problem, verify_chain
+
+    pair = parse_head(head) if head else None
+    found = verify_chain(rows, pair, parse_head(base) if base else None)
+    if head and pair is None:
+        return [Problem(0, "head", f"the audit head is damaged: {head[:80]!r}"), *found]
+    return found
 
 
 def damaged_head(url: str, head: str, seq: int) -> None:

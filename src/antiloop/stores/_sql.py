@@ -10,16 +10,19 @@ one open) and may keep the audit head it wrote last (``_known_head``, ``_moved_h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
+from antiloop.history import SessionState
 from antiloop.stores._common import (
     Records,
     approval_from_json,
     approval_to_json,
+    check_chain,
     damaged_head,
     parse_head,
 )
+from antiloop.stores.codec import decode_state, encode_state
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest
@@ -30,14 +33,42 @@ T = TypeVar("T")
 
 
 class Dialect(NamedTuple):
-    """What the SQL of records differs in."""
+    """What the SQL of records differs in: placeholder, row lock, column types.
+
+    (SQLite's ``INTEGER PRIMARY KEY`` is the rowid: the audit log is its primary index.)
+    """
 
     param: str
     lock: str
+    int: str
+    real: str
+    blob: str
+    serial: str
 
 
-SQLITE = Dialect("?", "")
-POSTGRES = Dialect("%s", " FOR UPDATE")
+SQLITE = Dialect("?", "", "INTEGER", "REAL", "BLOB", "INTEGER PRIMARY KEY AUTOINCREMENT")
+POSTGRES = Dialect(
+    "%s", " FOR UPDATE", "bigint", "double precision", "bytea", "bigserial PRIMARY KEY"
+)
+
+_TABLES = (
+    "CREATE TABLE sessions (id text PRIMARY KEY, state {blob} NOT NULL, updated {real} NOT NULL)",
+    "CREATE TABLE audit (seq {int} PRIMARY KEY, session text NOT NULL, kind text NOT NULL,"
+    " at {real} NOT NULL, body text NOT NULL, hash text NOT NULL)",
+    "CREATE INDEX audit_session ON audit (session, seq)",
+    "CREATE TABLE approvals (id text PRIMARY KEY, session text NOT NULL,"
+    " status text NOT NULL, created_at {real} NOT NULL, body text NOT NULL)",
+    "CREATE INDEX approvals_status ON approvals (status, created_at)",
+    "CREATE TABLE cache (key text PRIMARY KEY, value text NOT NULL, expires {real} NOT NULL)",
+    "CREATE TABLE feedback (id {serial}, session text NOT NULL, text text NOT NULL,"
+    " at {real} NOT NULL)",
+    "CREATE TABLE stops (session text PRIMARY KEY, by text NOT NULL, at {real} NOT NULL)",
+)
+
+
+def tables(dialect: Dialect) -> tuple[str, ...]:
+    """The statements that make schema version 1's tables (``meta`` apart) in a dialect."""
+    return tuple(t.format(**dialect._asdict()) for t in _TABLES)
 
 
 def _upsert(table: str, key: str, columns: str) -> str:
@@ -50,7 +81,15 @@ def _upsert(table: str, key: str, columns: str) -> str:
 
 
 _ROWS = "SELECT seq, body, hash, session, kind, at FROM audit WHERE seq > ?"
+_SESSIONS = "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
 STATEMENTS = {
+    "state": "SELECT state FROM sessions WHERE id = ?",
+    "lock_state": "SELECT state FROM sessions WHERE id = ?{lock}",
+    "put_state": _upsert("sessions", "id", "state, updated"),
+    "set_state": "UPDATE sessions SET state = ?, updated = ? WHERE id = ?",
+    "drop_state": "DELETE FROM sessions WHERE id = ?",
+    "sessions": _SESSIONS,
+    "sessions_page": _SESSIONS + " LIMIT ? OFFSET ?",
     "head": "SELECT value FROM meta WHERE key = 'audit_head'{lock}",
     "base": "SELECT value FROM meta WHERE key = 'audit_base'",
     "meta": _upsert("meta", "key", "value"),
@@ -111,9 +150,73 @@ class SQLRecords(Records):
     def _moved_head(self, head: tuple[int, str]) -> None:
         """The audit head is now ``head`` (written, not yet committed)."""
 
-    def _forget_records(self, db: Any, session: str) -> None:
-        db.execute(self._sql["unfeed"], (session,))
-        db.execute(self._sql["unstop"], (session,))
+    def _dropped(self, session: str) -> None:
+        """The session's row changes outside ``transaction()``: drop what is cached of it.
+
+        Called inside the write, under the store's lock, so no transaction takes it meanwhile.
+        """
+
+    # -- sessions (antiloop.stores.state) ----------------------------------------------------
+
+    def peek(self, session: str) -> SessionState | None:
+        """The saved state, or None."""
+        rows = self._read("read a session", self._sql["state"], (session,))
+        return decode_state(bytes(rows[0][0])) if rows and rows[0][0] else None
+
+    def load(self, session: str) -> tuple[SessionState, object]:
+        """The saved state and its version (the stored bytes); a new state and None."""
+        rows = self._read("read a session", self._sql["state"], (session,))
+        data = bytes(rows[0][0]) if rows and rows[0][0] else None
+        return (SessionState(), None) if data is None else (decode_state(data), data)
+
+    def save(
+        self,
+        session: str,
+        state: SessionState,
+        version: object,
+        events: Sequence[AuditEvent] = (),
+    ) -> tuple[SessionState, object] | None:
+        """Keep ``state`` and ``events`` in one write transaction if still at ``version``.
+
+        The row is read (and locked) inside the transaction and compared with the bytes
+        ``load`` read; None when kept, else the current state and version.
+        """
+        data = encode_state(state)
+
+        def put(db: Any) -> bytes | bool | None:
+            self._dropped(session)
+            row = db.execute(self._sql["lock_state"], (session,)).fetchone()
+            current = bytes(row[0]) if row is not None and row[0] else None
+            if current != version:
+                return current
+            db.execute(self._sql["put_state"], (session, data, self.clock()))
+            for event in events:
+                self._append(db, event)
+            return True
+
+        found = self._write("save a session", put)
+        if found is True:
+            return None
+        return (SessionState(), None) if not found else (decode_state(found), found)
+
+    def forget(self, session: str) -> None:
+        """Drop the session's state, feedback and stop flag (its audit records stay)."""
+
+        def drop(db: Any) -> None:
+            self._dropped(session)
+            for name in ("drop_state", "unfeed", "unstop"):
+                db.execute(self._sql[name], (session,))
+
+        self._write("forget a session", drop)
+
+    def sessions(self) -> list[str]:
+        """Session ids, most recently updated first."""
+        return [r[0] for r in self._read("list sessions", self._sql["sessions"])]
+
+    def sessions_page(self, offset: int, limit: int) -> list[str]:
+        """``limit`` session ids from ``offset`` on, most recently updated first."""
+        rows = self._read("list sessions", self._sql["sessions_page"], (limit, offset))
+        return [r[0] for r in rows]
 
     # -- audit ----------------------------------------------------------------------------
 
@@ -175,21 +278,14 @@ class SQLRecords(Records):
 
         The head is read (and locked) first, so no record is appended meanwhile.
         """
-        from antiloop.stores.auditlog import Problem, verify_chain
 
         def read(db: Any) -> tuple[Any, Any, list[AuditRow]]:
             head = db.execute(self._sql["head"]).fetchone()
             base = db.execute(self._sql["base"]).fetchone()
             return head, base, self._rows(None, 0, db)
 
-        found, base, rows = self._write("read the audit log", read)
-        head_text = found[0] if found else ""
-        base_pair = parse_head(base[0]) if base else None
-        head = parse_head(head_text) if head_text else None
-        if head_text and head is None:
-            damaged = Problem(0, "head", f"the audit head is damaged: {head_text[:80]!r}")
-            return [damaged, *verify_chain(rows, None, base_pair)]
-        return verify_chain(rows, head, base_pair)
+        head, base, rows = self._write("read the audit log", read)
+        return check_chain(rows, head[0] if head else "", base[0] if base else "")
 
     def prune_audit(self, before: float, now: float | None = None) -> int:
         """Remove the records older than ``before`` from the start of the chain; how many.

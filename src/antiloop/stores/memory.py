@@ -7,10 +7,11 @@ changes made before the raise (audit events appended in it are dropped, as elsew
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,9 @@ class MemoryStore(Records):
 
     def __init__(self, *, audit_cap: int = 4096, clock: Callable[[], float] = time.time) -> None:
         self._states: dict[str, SessionState] = {}
+        # Of the sessions read by load(): bumped by save() and by transaction() (which hands
+        # out the live state), so that a save at a version loaded before is a conflict.
+        self._versions: dict[str, int] = {}
         self._lock = threading.RLock()
         self._pending: list[AuditEvent] | None = None
         self.audit_cap = audit_cap
@@ -95,11 +99,40 @@ class MemoryStore(Records):
     def transaction(self, session: str) -> _Transaction:
         """Lock the store and yield the session's live state."""
         self._lock.acquire()
+        if session in self._versions:  # read by load(): the live state may change now
+            self._versions[session] += 1
         state = self._states.get(session)
         if state is None:
             state = self._states[session] = SessionState()
         self._pending = []
         return _Transaction(self, state)
+
+    def load(self, session: str) -> tuple[SessionState, object]:
+        """A copy of the state (the live one stays the store's) and its version, or None."""
+        with self._lock:
+            state = self._states.get(session)
+            if state is None:
+                return SessionState(), None
+            return copy.deepcopy(state), self._versions.setdefault(session, 0)
+
+    def save(
+        self,
+        session: str,
+        state: SessionState,
+        version: object,
+        events: Sequence[AuditEvent] = (),
+    ) -> tuple[SessionState, object] | None:
+        """Keep ``state`` (it becomes the live one) and ``events`` if still at ``version``."""
+        with self._lock:
+            known = session in self._states
+            current = self._versions.get(session, 0) if known else None
+            if current != version:
+                return self.load(session)
+            self._states[session] = state
+            self._versions[session] = (current or 0) + 1
+            for event in events:
+                self._append(event)
+            return None
 
     def peek(self, session: str) -> SessionState | None:
         """The live state, or None."""
@@ -109,6 +142,7 @@ class MemoryStore(Records):
         """Drop the session."""
         with self._lock:
             self._states.pop(session, None)
+            self._versions.pop(session, None)
             self._feedback.pop(session, None)
             self._stops.pop(session, None)
 

@@ -27,14 +27,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from types import TracebackType
 from typing import Any, ClassVar, TypeVar
 
 from antiloop.errors import ConfigError, MissingExtra, StoreError
 from antiloop.history import SessionState
 from antiloop.stores._common import hide_password, split_options
-from antiloop.stores._sql import POSTGRES, SQLRecords, statements
-from antiloop.stores.codec import StateCache, decode_state, encode_state
+from antiloop.stores._sql import POSTGRES, SQLRecords, statements, tables
+from antiloop.stores.codec import StateCache, encode_state
 
 T = TypeVar("T")
 
@@ -44,24 +43,7 @@ _LOCK_ID = 0x616E746C6F6F70  # advisory lock key for schema changes ("antloop")
 
 #: schema version -> statements (run with the schema first on the search_path)
 MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: (
-        "CREATE TABLE sessions (id text PRIMARY KEY, state bytea NOT NULL,"
-        " updated double precision NOT NULL)",
-        "CREATE TABLE audit (seq bigint PRIMARY KEY, session text NOT NULL,"
-        " kind text NOT NULL, at double precision NOT NULL, body text NOT NULL,"
-        " hash text NOT NULL)",
-        "CREATE INDEX ON audit (session, seq)",
-        "CREATE TABLE approvals (id text PRIMARY KEY, session text NOT NULL,"
-        " status text NOT NULL, created_at double precision NOT NULL, body text NOT NULL)",
-        "CREATE INDEX ON approvals (status, created_at)",
-        "CREATE TABLE cache (key text PRIMARY KEY, value text NOT NULL,"
-        " expires double precision NOT NULL)",
-        "CREATE TABLE feedback (id bigserial PRIMARY KEY, session text NOT NULL,"
-        " text text NOT NULL, at double precision NOT NULL)",
-        "CREATE TABLE stops (session text PRIMARY KEY, by text NOT NULL,"
-        " at double precision NOT NULL)",
-        "INSERT INTO meta (key, value) VALUES ('audit_head', '')",
-    ),
+    1: (*tables(POSTGRES), "INSERT INTO meta (key, value) VALUES ('audit_head', '')"),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 """The schema version this antiloop writes."""
@@ -149,91 +131,6 @@ def _shut(conn: Any) -> None:
             sock.close()
 
 
-class _Transaction:
-    __slots__ = ("_session", "_state", "_store", "_tx")
-
-    def __init__(self, store: PostgresStore, session: str) -> None:
-        self._store = store
-        self._session = session
-        self._state: SessionState | None = None
-        self._tx: Any = None
-
-    def __enter__(self) -> SessionState:
-        store = self._store
-        store._lock.acquire()
-        try:
-            conn = store._connect()
-            sql = store._sql
-            try:
-                with store._watchdog.watch(conn):
-                    self._tx = conn.transaction()
-                    self._tx.__enter__()
-                    row = conn.execute(sql["lock"], (self._session,)).fetchone()
-                    if row is None:
-                        conn.execute(sql["new"], (self._session, store.clock()))
-                        row = conn.execute(sql["lock"], (self._session,)).fetchone()
-                data = bytes(row[0]) if row is not None and row[0] else None
-                state = store._states.load(self._session, data)
-            except BaseException as exc:
-                self._abort(exc)
-                raise
-            store._in_tx = True
-        except BaseException:
-            store._lock.release()
-            raise
-        self._state = state
-        return state
-
-    def _abort(self, exc: BaseException) -> None:
-        store = self._store
-        store._states.drop(self._session)
-        tx, self._tx = self._tx, None
-        if tx is not None:
-            with contextlib.suppress(Exception):  # the connection is reset below if it broke
-                tx.__exit__(type(exc), exc, None)
-        store._broken(exc)
-        if store._is_driver_error(exc):
-            raise store._failed("judge a step", exc) from exc
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        store = self._store
-        try:
-            if kind is not None:
-                store._states.drop(self._session)
-                tx, self._tx = self._tx, None
-                try:
-                    tx.__exit__(kind, exc, tb)
-                except Exception as err:
-                    store._broken(err)
-                return
-            assert self._state is not None  # noqa: S101 - set by __enter__
-            conn = store._conn
-            try:
-                data = encode_state(self._state)
-                assert conn is not None  # noqa: S101
-                with store._watchdog.watch(conn):
-                    conn.execute(store._sql["save"], (data, store.clock(), self._session))
-                    tx, self._tx = self._tx, None
-                    tx.__exit__(None, None, None)
-            except BaseException as err:
-                if self._tx is not None:
-                    self._abort(err)
-                store._states.drop(self._session)
-                store._broken(err)
-                if store._is_driver_error(err):
-                    raise store._failed("save a session", err) from err
-                raise
-            store._states.saved(self._session, data, self._state)
-        finally:
-            store._in_tx = False
-            store._lock.release()
-
-
 class PostgresStore(SQLRecords):
     """Sessions, audit log, approvals, cache and interventions in PostgreSQL (psycopg 3).
 
@@ -282,10 +179,8 @@ class PostgresStore(SQLRecords):
     _dialect = POSTGRES
     _sql: ClassVar[dict[str, str]] = {
         **statements(POSTGRES),
-        "lock": "SELECT state FROM sessions WHERE id = %s FOR UPDATE",
         "new": "INSERT INTO sessions (id, state, updated) VALUES (%s, '', %s)"
         " ON CONFLICT (id) DO NOTHING",
-        "save": "UPDATE sessions SET state = %s, updated = %s WHERE id = %s",
     }
 
     def __repr__(self) -> str:
@@ -420,50 +315,67 @@ class PostgresStore(SQLRecords):
 
     # -- sessions -------------------------------------------------------------------------
 
-    def transaction(self, session: str) -> _Transaction:
-        """Lock the session's row (``SELECT … FOR UPDATE``), yield its state, save on exit."""
-        return _Transaction(self, session)
+    @contextlib.contextmanager
+    def transaction(self, session: str) -> Iterator[SessionState]:
+        """Lock the session's row (``SELECT … FOR UPDATE``), yield its state, save on exit.
 
-    def peek(self, session: str) -> SessionState | None:
-        """The saved state, or None."""
-        row = self._do(
-            "read a session",
-            lambda c: c.execute("SELECT state FROM sessions WHERE id = %s", (session,)).fetchone(),
-        )
-        return decode_state(bytes(row[0])) if row is not None and row[0] else None
+        The audit events appended inside commit with the state; any failure saves nothing.
+        """
+        with self._lock:
+            conn = self._connect()
+            sql = self._sql
+            tx: Any = conn.transaction()
+            try:
+                with self._watchdog.watch(conn):
+                    tx.__enter__()
+                    row = conn.execute(sql["lock_state"], (session,)).fetchone()
+                    if row is None:
+                        conn.execute(sql["new"], (session, self.clock()))
+                        row = conn.execute(sql["lock_state"], (session,)).fetchone()
+                state = self._states.load(session, bytes(row[0]) if row and row[0] else None)
+            except BaseException as exc:
+                failed = self._abort(session, tx, exc, "judge a step")
+                if failed is None:
+                    raise
+                raise failed from exc
+            self._in_tx = True
+            try:
+                try:
+                    yield state
+                except BaseException as exc:  # the caller's: roll back, then it goes on
+                    self._states.drop(session)
+                    try:
+                        tx.__exit__(type(exc), exc, exc.__traceback__)
+                    except Exception as err:
+                        self._broken(err)
+                    raise
+                try:
+                    data = encode_state(state)
+                    with self._watchdog.watch(conn):
+                        conn.execute(sql["set_state"], (data, self.clock(), session))
+                        tx, done = None, tx
+                        done.__exit__(None, None, None)
+                except BaseException as exc:
+                    failed = self._abort(session, tx, exc, "save a session")
+                    if failed is None:
+                        raise
+                    raise failed from exc
+                self._states.saved(session, data, state)
+            finally:
+                self._in_tx = False
 
-    def forget(self, session: str) -> None:
-        """Drop the session's state, feedback and stop flag (its audit records stay)."""
+    def _abort(self, session: str, tx: Any, exc: BaseException, what: str) -> StoreError | None:
+        """Roll back ``tx`` (None: ended) after ``exc``; the StoreError to raise for a driver's."""
+        self._states.drop(session)
+        if tx is not None:
+            with contextlib.suppress(Exception):  # the connection is reset below if it broke
+                tx.__exit__(type(exc), exc, None)
+        self._broken(exc)
+        return self._failed(what, exc) if self._is_driver_error(exc) else None
 
-        def drop(c: Any) -> None:
-            c.execute("DELETE FROM sessions WHERE id = %s", (session,))
-            self._forget_records(c, session)
-
-        self._do("forget a session", drop, write=True)
+    def _dropped(self, session: str) -> None:
         with self._lock:
             self._states.drop(session)
-
-    def sessions(self) -> list[str]:
-        """Session ids, most recently updated first."""
-        rows = self._do(
-            "list sessions",
-            lambda c: c.execute(
-                "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
-            ).fetchall(),
-        )
-        return [r[0] for r in rows]
-
-    def sessions_page(self, offset: int, limit: int) -> list[str]:
-        """``limit`` session ids from ``offset`` on, most recently updated first."""
-        rows = self._do(
-            "list sessions",
-            lambda c: c.execute(
-                "SELECT id FROM sessions WHERE state <> '' ORDER BY updated DESC, id"
-                " LIMIT %s OFFSET %s",
-                (limit, offset),
-            ).fetchall(),
-        )
-        return [r[0] for r in rows]
 
     def close(self) -> None:
         """Close the connection (a later call opens a new one)."""

@@ -16,9 +16,10 @@ that is empty or starts with ``}`` is tagged ``~{<digest>}`` instead, as ``{}`` 
 
 Judging a step is atomic for its session, in one of two ways:
 
-- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set. The store keeps the
-  state it saved last with the version it saved it under; ``fn`` judges that state, and one
-  script (``_COMMIT``) checks that the session's version is still that one and that no
+- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set, the loop of
+  ``antiloop.stores.state.judge`` over ``load`` and ``save``. The store keeps the state it
+  saved last with the version it saved it under; ``fn`` judges that state, and one script
+  (``_COMMIT``) checks that the session's version is still that one and that no
   ``transaction()`` holds its lock, checks the audit head, then appends the audit records,
   moves the head, saves the state under a new version and updates the session index: one
   round trip. When another guard saved the session since, the script answers with the
@@ -60,7 +61,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -70,12 +70,14 @@ from antiloop.stores._common import (
     Records,
     approval_from_json,
     approval_to_json,
+    check_chain,
     damaged_head,
     hide_password,
     parse_head,
     split_options,
 )
 from antiloop.stores.codec import StateCache, decode_state, encode_state
+from antiloop.stores.state import judge as judge_by_cas
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest
@@ -141,21 +143,12 @@ _ABORT = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 1
 """
-# KEYS: log, head. ARGV: expected head ("" when none), new head, records...
-# -> 1 appended, or the current head (another guard appended first).
-_APPEND = """
-local head = redis.call('GET', KEYS[2]) or ''
-if head ~= ARGV[1] then return {0, head} end
-for i = 3, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
-redis.call('SET', KEYS[2], ARGV[2])
-return {1, ARGV[2]}
-"""
-
-# A cluster client's append of a judged step: once per step id (a retry after a save that
-# failed, or a resent script, finds its ids in the ledger and appends nothing).
+# Appends records after the expected head; those of a cluster client's judged step once per
+# step id (a retry after a save that failed, or a resent script, finds its ids in the ledger
+# and appends nothing).
 # KEYS: log, head, ledger. ARGV: expected head, new head, ledger cap, now, id count, ids...,
 # records... -> {1, head} appended, {2, head} every id was appended before, or {0, head}.
-_APPEND_ONCE = """
+_APPEND = """
 local n = tonumber(ARGV[5])
 local seen = n > 0
 for i = 6, 5 + n do
@@ -166,77 +159,14 @@ local head = redis.call('GET', KEYS[2]) or ''
 if head ~= ARGV[1] then return {0, head} end
 for i = 6 + n, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
 redis.call('SET', KEYS[2], ARGV[2])
-for i = 6, 5 + n do redis.call('ZADD', KEYS[3], ARGV[4], ARGV[i]) end
-redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
+if n > 0 then
+  for i = 6, 5 + n do redis.call('ZADD', KEYS[3], ARGV[4], ARGV[i]) end
+  redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
+end
 return {1, ARGV[2]}
 """
 LEDGER_KEPT = 100_000
 """Step ids a cluster store's audit ledger remembers (of every session; oldest dropped)."""
-
-
-class _Transaction:
-    __slots__ = ("_session", "_state", "_store", "_token")
-
-    def __init__(self, store: RedisStore, session: str) -> None:
-        self._store = store
-        self._session = session
-        self._token = ""
-        self._state: SessionState | None = None
-
-    def __enter__(self) -> SessionState:
-        store = self._store
-        store._tx_lock.acquire()
-        try:
-            self._token = token = uuid.uuid4().hex
-            keys = store._keys(self._session)
-            lock_ms = int(store.lock_ttl * 1000)
-            waited = 0.0
-            while True:
-                got = store._call(_ENTER, keys[:2], [token, lock_ms], "lock a session")
-                if got[0] == 1:
-                    break
-                if waited > store.lock_ttl * 2:
-                    raise StoreError(
-                        f"session {self._session!r} stayed locked for {waited:.0f} s in {store.url}"
-                    )
-                pause = min(0.002 * (1 + waited * 50), 0.05)
-                time.sleep(pause)
-                waited += pause
-            data = got[1] if len(got) > 1 else None
-            state = store._states.load(self._session, data)
-            store._pending = []
-            store._ids = []
-        except BaseException:
-            if self._token:
-                store._release(self._session, self._token)
-            store._tx_lock.release()
-            raise
-        self._state = state
-        return state
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        store = self._store
-        pending = store._pending or []
-        store._pending = None
-        try:
-            if kind is not None:
-                store._states.drop(self._session)
-                store._release(self._session, self._token)
-                return
-            assert self._state is not None  # noqa: S101 - set by __enter__
-            try:
-                data = encode_state(self._state)
-            except BaseException:
-                store._release(self._session, self._token)
-                raise
-            store._save(self._session, self._token, data, self._state, pending)
-        finally:
-            store._tx_lock.release()
 
 
 class RedisStore(Records):
@@ -409,24 +339,34 @@ class RedisStore(Records):
 
     # -- sessions -------------------------------------------------------------------------
 
-    def transaction(self, session: str) -> _Transaction:
-        """Lock the session (Lua), yield its state, save it and unlock on a clean exit."""
-        return _Transaction(self, session)
+    @contextlib.contextmanager
+    def transaction(self, session: str) -> Iterator[SessionState]:
+        """Lock the session (Lua), yield its state, save it and unlock on a clean exit.
+
+        The save, the audit events appended inside and the unlock are one script (one round
+        trip). A cluster client cannot run one script over the session's and the audit log's
+        slots: it saves in two (``_save_apart``).
+        """
+        with self._tx_lock:
+            token, data = self._lock(session)
+            try:
+                state = self._states.load(session, data)
+                self._pending, self._ids = [], []
+                try:
+                    yield state
+                finally:
+                    pending, self._pending = self._pending or [], None
+                data = encode_state(state)
+            except BaseException:
+                self._states.drop(session)
+                self._release(session, token)
+                raise
+            self._save(session, token, data, state, pending)
 
     def _save(
-        self,
-        session: str,
-        token: str,
-        data: bytes,
-        state: SessionState,
-        pending: list[AuditEvent],
+        self, session: str, token: str, data: bytes, state: SessionState, pending: list[Any]
     ) -> None:
-        """The end of ``transaction()``: save, append and unlock in one script (one round trip).
-
-        A cluster client cannot run one script over the session's and the audit log's slots:
-        there the state is saved by one script and the records appended by another, in one
-        pipeline.
-        """
+        """The end of ``transaction()``: save, append and unlock (a cluster: ``_save_apart``)."""
         if self._cluster:
             self._save_apart(session, token, data, state, pending)
             return
@@ -534,14 +474,13 @@ class RedisStore(Records):
         session: str,
         fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]],
     ) -> V:
-        """Judge a step by compare-and-set: one round trip when this store saved the session last.
+        """Judge a step by compare-and-set (``antiloop.stores.state.judge``).
 
-        ``fn`` changes the state it is given and returns its result and the audit events to
-        keep. The state this store object saved last is judged, and one script saves it, its
-        new version and the records, checking that the version is still the one judged and
-        that no ``transaction()`` holds the session. When another guard saved the session
-        since, the script answers with the current state and ``fn`` is called again on it;
-        a session this store has not saved (or not lately) is read first (two round trips).
+        The state this store object saved last is judged, with no read: one round trip (the
+        save). A session it has not saved (or not lately) is read first: two. When another
+        guard saved the session since, the save answers with the current state and ``fn``
+        runs again on it. A cluster client judges in ``transaction()`` instead (the session's
+        slot and the audit log's are apart), noting the step's ids in the audit ledger.
 
         Raises:
             StoreError: Redis failed, or the session stayed locked.
@@ -556,33 +495,84 @@ class RedisStore(Records):
             return result
         with self._tx_lock:
             hit = self._states.pop(session)
-            if hit is not None and isinstance(hit[2], str):
-                state, expected = hit[1], hit[2]
-            else:
-                expected, state = self._read_state(session)
-            result, events = fn(state)
-            data = encode_state(state)
-            version = uuid.uuid4().hex
+            warm = (hit[1], hit[2]) if hit is not None and isinstance(hit[2], str) else None
+            return judge_by_cas(self, session, fn, warm)
+
+    def load(self, session: str) -> tuple[SessionState, object]:
+        """The session's state and version (None when unknown), read in one MULTI."""
+        version, state = self._read_state(session)
+        return state, version or None
+
+    def save(
+        self,
+        session: str,
+        state: SessionState,
+        version: object,
+        events: Sequence[AuditEvent] = (),
+    ) -> tuple[SessionState, object] | None:
+        """Save the state and append ``events`` in one script if the version is ``version``.
+
+        Waits while a ``transaction()`` holds the session. Returns None when saved, else the
+        current state and version (from the same reply).
+        """
+        data = encode_state(state)
+        new = uuid.uuid4().hex
+        with self._tx_lock:
+            if self._cluster:
+                return self._save_locked(session, data, state, str(version or ""), list(events))
             waited = 0.0
             while True:
-                reply = self._commit(session, "", expected, version, data, list(events))
+                reply = self._commit(session, "", str(version or ""), new, data, list(events))
                 if reply[0] == 1:
-                    self._states.saved(session, data, state, version)
-                    return result
-                if reply[1] == b"locked":  # a transaction() holds the session: wait for it
-                    if waited > self.lock_ttl * 2:
-                        raise StoreError(
-                            f"session {session!r} stayed locked for {waited:.0f} s in {self._url}"
-                        )
-                    pause = min(0.002 * (1 + waited * 50), 0.05)
-                    time.sleep(pause)
-                    waited += pause
-                    continue
-                # Another guard saved the session since: judge the step again on its state.
-                expected = reply[2].decode()
-                state = decode_state(reply[3]) if len(reply) > 3 and reply[3] else SessionState()
-                result, events = fn(state)
-                data = encode_state(state)
+                    self._states.saved(session, data, state, new)
+                    return None
+                if reply[1] != b"locked":
+                    found = reply[3] if len(reply) > 3 and reply[3] else None
+                    current = SessionState() if found is None else decode_state(found)
+                    return current, reply[2].decode() or None
+                waited = self._wait(session, waited)
+
+    def _save_locked(
+        self, session: str, data: bytes, state: SessionState, version: str, events: list[Any]
+    ) -> tuple[SessionState, object] | None:
+        """A cluster client's compare-and-set: under the session's lock, records then state."""
+        token, current = self._lock(session)
+        try:
+            found = self._run("read a session", lambda c: c.get(self._keys(session)[4]))
+        except BaseException:
+            self._release(session, token)
+            raise
+        now = (found or b"").decode() if current is not None else ""
+        if now != version:
+            self._release(session, token)
+            return (SessionState() if current is None else decode_state(current)), now or None
+        self._ids = []
+        self._save_apart(session, token, data, state, events)
+        return None
+
+    def _lock(self, session: str) -> tuple[str, bytes | None]:
+        """Take the session's lock (waiting while another holds it): the token, and the state."""
+        token = uuid.uuid4().hex
+        keys = self._keys(session)
+        lock_ms = int(self.lock_ttl * 1000)
+        waited = 0.0
+        try:
+            while True:
+                got = self._call(_ENTER, keys[:2], [token, lock_ms], "lock a session")
+                if got[0] == 1:
+                    return token, (got[1] if len(got) > 1 else None)
+                waited = self._wait(session, waited)
+        except BaseException:  # a lost reply may have left the lock taken: it is ours
+            self._release(session, token)
+            raise
+
+    def _wait(self, session: str, waited: float) -> float:
+        """Sleep a little while another holds the session's lock; the time waited, after."""
+        if waited > self.lock_ttl * 2:
+            raise StoreError(f"session {session!r} stayed locked for {waited:.0f} s in {self._url}")
+        pause = min(0.002 * (1 + waited * 50), 0.05)
+        time.sleep(pause)
+        return waited + pause
 
     def _read_state(self, session: str) -> tuple[str, SessionState]:
         """The session's version ('' when it has none) and state, read in one MULTI."""
@@ -592,7 +582,7 @@ class RedisStore(Records):
             pipe = c.pipeline(transaction=True)
             pipe.get(keys[1])
             pipe.get(keys[4])
-            if self._head is None:
+            if self._head is None and not self._cluster:  # another slot in a cluster
                 pipe.get(self._head_key)
             found: list[Any] = pipe.execute()
             return found
@@ -659,17 +649,9 @@ class RedisStore(Records):
         raise StoreError(f"could not append to the audit log of {self._url}: too much contention")
 
     def _append(self, head: str, rows: list[str], ids: Sequence[str]) -> Any:
-        """Run the append script: ``_APPEND_ONCE`` when the records are a step's with ids."""
-        if not ids:
-            return self._call(
-                _APPEND,
-                [self._log, self._head_key],
-                [head, *rows],
-                "append to the audit log",
-                wait=True,
-            )
+        """Run ``_APPEND``: the records after ``head``, unless every one of ``ids`` is noted."""
         return self._call(
-            _APPEND_ONCE,
+            _APPEND,
             [self._log, self._head_key, self._ledger],
             [head, rows[0], LEDGER_KEPT, self.clock(), len(ids), *ids, *rows[1:]],
             "append to the audit log",
@@ -694,20 +676,15 @@ class RedisStore(Records):
 
     def sessions(self) -> list[str]:
         """Session ids, most recently updated first (expired ones are swept)."""
-
-        def list_them(c: Any) -> list[bytes]:
-            c.zremrangebyscore(self._index, "-inf", self.clock() - self.ttl)
-            found: list[bytes] = c.zrevrange(self._index, 0, -1)
-            return found
-
-        return [s.decode() for s in self._run("list sessions", list_them)]
+        return self.sessions_page(0, -1)
 
     def sessions_page(self, offset: int, limit: int) -> list[str]:
-        """``limit`` session ids from ``offset`` on, most recently updated first."""
+        """``limit`` session ids (-1: all) from ``offset`` on, most recently updated first."""
 
         def page(c: Any) -> list[bytes]:
             c.zremrangebyscore(self._index, "-inf", self.clock() - self.ttl)
-            found: list[bytes] = c.zrevrange(self._index, offset, offset + limit - 1)
+            last = -1 if limit < 0 else offset + limit - 1
+            found: list[bytes] = c.zrevrange(self._index, offset, last)
             return found
 
         return [s.decode() for s in self._run("list sessions", page)]
@@ -762,16 +739,9 @@ class RedisStore(Records):
 
     def verify_audit(self) -> list[Problem]:
         """Check the chain (in list order) and the head."""
-        from antiloop.stores.auditlog import Problem, verify_chain
-
         rows = self._audit_rows()
         raw = self._run("read the audit head", lambda c: c.get(self._head_key))
-        text = raw.decode("utf-8", "replace") if raw else ""
-        head = parse_head(text) if text else None
-        if text and head is None:
-            damaged = Problem(0, "head", f"the audit head is damaged: {text[:80]!r}")
-            return [damaged, *verify_chain(rows, None)]
-        return verify_chain(rows, head)
+        return check_chain(rows, raw.decode("utf-8", "replace") if raw else "")
 
     # -- approvals ------------------------------------------------------------------------
 

@@ -41,9 +41,9 @@ from typing import Any, TypeVar
 from antiloop._files import PRIVATE_FILE, make_private_dirs
 from antiloop.errors import ConfigError, StoreError
 from antiloop.history import SessionState
-from antiloop.stores._sql import SQLITE, SQLRecords, statements
+from antiloop.stores._sql import SQLITE, SQLRecords, statements, tables
 from antiloop.stores._sqlite_link import Link, attach, detach
-from antiloop.stores.codec import decode_state, encode_state
+from antiloop.stores.codec import encode_state
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -52,29 +52,11 @@ APPLICATION_ID = 0x414E4C50  # "ANLP"
 
 #: schema version -> the statements that bring the previous version to it
 MIGRATIONS: dict[int, tuple[str, ...]] = {
-    1: (
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        "CREATE TABLE sessions (id TEXT PRIMARY KEY, state BLOB NOT NULL, updated REAL NOT NULL)",
-        "CREATE TABLE audit (seq INTEGER PRIMARY KEY, session TEXT NOT NULL, kind TEXT NOT NULL,"
-        " at REAL NOT NULL, body TEXT NOT NULL, hash TEXT NOT NULL)",
-        "CREATE INDEX audit_session ON audit (session, seq)",
-        "CREATE TABLE approvals (id TEXT PRIMARY KEY, session TEXT NOT NULL,"
-        " status TEXT NOT NULL, created_at REAL NOT NULL, body TEXT NOT NULL)",
-        "CREATE TABLE cache (key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL NOT NULL)",
-        "CREATE TABLE feedback (id INTEGER PRIMARY KEY AUTOINCREMENT, session TEXT NOT NULL,"
-        " text TEXT NOT NULL, at REAL NOT NULL)",
-        "CREATE TABLE stops (session TEXT PRIMARY KEY, by TEXT NOT NULL, at REAL NOT NULL)",
-    ),
+    1: ("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)", *tables(SQLITE)),
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 """The schema version this antiloop writes."""
 
-_GET_STATE = "SELECT state FROM sessions WHERE id = ?"
-_PUT_STATE = (
-    "INSERT INTO sessions (id, state, updated) VALUES (?, ?, ?) "
-    "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated = excluded.updated"
-)
-_SET_STATE = "UPDATE sessions SET state = ?, updated = ? WHERE id = ?"
 _DATA_VERSION = "PRAGMA data_version"
 _SMALLEST_DATABASE = 512
 """Bytes of the smallest SQLite database file (one page); an empty file is a new database."""
@@ -118,7 +100,7 @@ class _Transaction:
                     link.head = None
                 state = link.states.take(self._session, version)
                 if state is None:
-                    row = cur.execute(_GET_STATE, (self._session,)).fetchone()
+                    row = cur.execute(store._sql["state"], (self._session,)).fetchone()
                     state = link.states.load(self._session, None if row is None else row[0])
                     self._saved = row is not None
                 else:
@@ -152,9 +134,9 @@ class _Transaction:
                     data = encode_state(self._state)
                     cur = link.cursor
                     if self._saved:
-                        cur.execute(_SET_STATE, (data, store.clock(), self._session))
+                        cur.execute(store._sql["set_state"], (data, store.clock(), self._session))
                     else:
-                        cur.execute(_PUT_STATE, (self._session, data, store.clock()))
+                        cur.execute(store._sql["put_state"], (self._session, data, store.clock()))
                     cur.execute("RELEASE step" if link.batch else "COMMIT")
                     link.head_pending = False
                     link.states.saved(self._session, data, self._state, link.version)
@@ -512,26 +494,9 @@ class SQLiteStore(SQLRecords):
                     raise self._failed("could not save a batch", exc) from exc
                 raise
 
-    def peek(self, session: str) -> SessionState | None:
-        """The saved state, or None."""
-        rows = self._read("read a session", _GET_STATE, (session,))
-        return decode_state(rows[0][0]) if rows else None
-
-    def forget(self, session: str) -> None:
-        """Drop the session's state, feedback and stop flag (its audit records stay)."""
-
-        def drop(db: Any) -> None:
-            db.execute("DELETE FROM sessions WHERE id = ?", (session,))
-            self._forget_records(db, session)
-
-        self._write("forget a session", drop)
+    def _dropped(self, session: str) -> None:
         with self._held() as link:
             link.states.drop(session)
-
-    def sessions(self) -> list[str]:
-        """Session ids, most recently updated first."""
-        rows = self._read("list sessions", "SELECT id FROM sessions ORDER BY updated DESC, id")
-        return [r[0] for r in rows]
 
     def close(self) -> None:
         """Let go of the connection (closed when no other store of this process uses it).
