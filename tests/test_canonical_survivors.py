@@ -253,10 +253,16 @@ def test_every_leading_cd_is_part_of_the_procedure(a: str, b: str) -> None:
     assert sh(a).key != sh(b).key
 
 
-def test_a_cd_alone_with_a_semicolon_is_a_command() -> None:
-    """``cd src;`` with nothing after it is the command ``cd``, not a prefix of nothing."""
-    proc = sh("cd src;")
-    assert (proc.operation, proc.context, proc.programs) == ("bash", "cd src", ("cd",))
+@pytest.mark.parametrize(
+    ("command", "context"),
+    [("cd src;", "cd src"), ("cd src &&", "cd src &&"), ("cd a && cd b &&", "cd a && cd b &&")],
+)
+def test_a_cd_with_nothing_after_it_is_a_command(command: str, context: str) -> None:
+    """A last ``cd`` (``cd src;``, an unfinished ``cd src &&``) is the command ``cd`` itself,
+    not the prefix of a command that is not there."""
+    proc = sh(command)
+    assert (proc.operation, proc.context) == ("bash", context)
+    assert (proc.programs, proc.parts) == (("cd",), (("cd", "bash"),))
 
 
 # --------------------------------------------------------------------------------------------
