@@ -493,28 +493,49 @@ def test_a_full_cache_keeps_answering() -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Bugs found on the way (strict xfail: they pass once canonical.py is fixed)
+# Bugs found on the way (each test failed before its fix in canonical.py)
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a trailing backslash-newline is read as the word '\\', not as a line"
-    " continuation (bash runs `ls -la \\<newline>` as `ls -la`)",
-)
 @pytest.mark.parametrize("command", ["ls -la \\\n", "ls -la \\\n "])
 def test_a_trailing_backslash_newline_continues_the_line(command: str) -> None:
     """A backslash before a new line joins the lines (bash), even at the end of a command."""
     assert sh(command).key == sh("ls -la").key
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: after `cd ~`, `cd $VAR` or `cd -` a relative path is reported as if it were"
-    " under cwd (`cd ~ && cat a.py` touches a.py, not ~/a.py)",
-)
+def test_an_escaped_backslash_before_a_newline_is_a_backslash() -> None:
+    """``echo \\\\`` then a new line prints one backslash: no line continuation there."""
+    assert sh("echo \\\\\n").key == sh("echo '\\'").key != sh("echo").key
+
+
 @pytest.mark.parametrize("target", ["~", "$HOME", "-"])
 def test_a_cd_elsewhere_does_not_touch_the_cwd_files(target: str) -> None:
     """After a ``cd`` to a directory unknown here, ``a.py`` is not the cwd's ``a.py`` (§3.3:
     the files touched)."""
     assert "a.py" not in sh(f"cd {target} && cat a.py").paths
+
+
+@pytest.mark.parametrize(
+    ("command", "paths"),
+    [
+        ("cd ~ && cat a.py", ("~/a.py",)),
+        ("cd $HOME && cat a.py", ("$HOME/a.py",)),
+        ("cd - && cat a.py", ("$OLDPWD/a.py",)),
+        ("cd ~ && cd src && cat a.py", ("~/src/a.py",)),
+    ],
+)
+def test_a_cd_elsewhere_names_the_files_from_there(command: str, paths: tuple[str, ...]) -> None:
+    """The files after a ``cd`` to an unknown directory are named from it (``cd -`` is
+    ``cd "$OLDPWD"``)."""
+    assert sh(command, cwd="/w").paths == paths
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: an absolute path under cwd is made relative before it is joined to a leading"
+    " cd's directory (`cd src && cat /w/a.py` in /w names src/a.py)",
+)
+@pytest.mark.parametrize("first", ["cd src", "cd ~"])
+def test_an_absolute_path_after_a_cd_is_still_the_cwd_file(first: str) -> None:
+    """An absolute path names one file wherever a leading ``cd`` went."""
+    assert sh(f"{first} && cat /w/a.py", cwd="/w").paths == ("a.py",)

@@ -1095,7 +1095,10 @@ def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
     if stripped.endswith("\\"):
         rest = command.lstrip()
         blank = rest[len(stripped) : len(stripped) + 1]
-        if blank.isspace() and blank != "\n":  # an escaped trailing blank is a word:
+        odd = (len(stripped) - len(stripped.rstrip("\\"))) % 2 == 1
+        if blank == "\n" and odd:  # a backslash-newline continues the line: bash drops both
+            stripped = stripped[:-1].rstrip()
+        elif blank.isspace() and blank != "\n":  # an escaped trailing blank is a word:
             stripped = rest  # ``printf \ `` prints a space
     command = stripped
     cmds = _commands(_tokens_of(command))
@@ -1122,7 +1125,9 @@ def _parse_shell_procedure(command: str, cwd: str | None) -> Procedure:
             continue
         items += [["cd", ct], cmds[start - 1].sep]
         rendered.append(f"cd {_render(ct)} {cmds[start - 1].sep} ")
-        base = None if ct.startswith(("~", "$", "-")) else _join(base, ct, cwd)
+        # a directory unknown here stays in the paths (``~/a.py``, not ``a.py``); ``cd -`` is
+        # bash's ``cd "$OLDPWD"``
+        base = _join(base, "$OLDPWD" if ct == "-" else ct, cwd)
     op = "bash"
     programs: list[str] = []
     parts: list[tuple[str, str]] = []
