@@ -23,7 +23,7 @@ from antiloop._color import Painter
 from antiloop.config import load_config
 from antiloop.printable import printable, printable_json
 from antiloop.scan.engine import DEFAULT_EMBEDDER, RunScan, Scanner, Unreadable, scan_config
-from antiloop.scan.summary import Summary, ranges, run_waste_text, unreadable_name
+from antiloop.scan.summary import Summary, ranges, unreadable_name
 from antiloop.traces import FORMATS
 
 EXIT_OK = 0
@@ -159,7 +159,7 @@ def run_text(result: RunScan, paint: Painter | None = None) -> str:
     if waste.from_step is None:
         head = "no stopping loop, no waste"
     else:
-        head = f"first loop point at step {waste.from_step}; waste {run_waste_text(waste)}"
+        head = f"first loop point at step {waste.from_step}; waste {waste.text()}"
     lines = [f"{paint(name, 'bold')} ({result.format}, {result.steps} steps): {head}"]
     for loop in result.loops:
         kind = paint(f"{loop.detector:<11}", _KIND_COLOUR.get(loop.detector, "cyan"))

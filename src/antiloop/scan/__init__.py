@@ -10,15 +10,14 @@
 from antiloop.scan.engine import (
     DEFAULT_EMBEDDER,
     SCAN_DETECTORS,
-    STOPPING,
     Loop,
     RunScan,
     Scanner,
     StepView,
     Unreadable,
-    Waste,
     scan_config,
 )
+from antiloop.scan.spend import STOPPING, Usage, Waste
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -29,6 +28,7 @@ __all__ = [
     "Scanner",
     "StepView",
     "Unreadable",
+    "Usage",
     "Waste",
     "scan_config",
 ]

@@ -28,13 +28,14 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from antiloop.config import KNOWN_DETECTORS, GuardConfig
 from antiloop.detectors import FailStreak
 from antiloop.guard import Guard, default_detector
 from antiloop.history import History
-from antiloop.traces import Run, StepCost, UnknownFormat, iter_paths, read_runs
+from antiloop.scan.spend import NO_USAGE, Usage, Waste, loop_steps, usage_of, waste_of
+from antiloop.traces import Run, UnknownFormat, iter_paths, read_runs
 from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
@@ -46,11 +47,7 @@ SCAN_DETECTORS = ("repeat", "cycle", "fail-streak", "stagnation")
 DEFAULT_EMBEDDER = "ngram"
 """The embedder of the stagnation check in a scan: fast, offline, deterministic."""
 
-STOPPING = frozenset({"repeat", "cycle", "stagnation", "max-steps", "hidden-repeat"})
-"""Detectors whose verdict ends a session: the first of them is the run's loop point."""
-
 _COMMAND_LIMIT = 300
-N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,50 +81,6 @@ class Loop:
             "fingerprint": self.fingerprint,
             "evidence": list(self.evidence),
         }
-
-
-@dataclass(frozen=True, slots=True)
-class Waste:
-    """What a run spent after its first loop point.
-
-    Attributes:
-        from_step: the first loop point, or None when no stopping loop was found.
-        steps: the number of steps after the loop point.
-        input_tokens: their prompt tokens, or None when the format records none.
-        output_tokens: their completion tokens, or None when the format records none.
-        cost_usd: their cost in dollars, or None when the format records none.
-    """
-
-    from_step: int | None = None
-    steps: int = 0
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The waste as the ``--json`` output writes it."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """What some steps of a run spent (all of them, or those inside its loops).
-
-    Attributes:
-        steps: how many steps.
-        input_tokens: their prompt tokens, or None when the format records none.
-        output_tokens: their completion tokens, or None when the format records none.
-        cost_usd: their cost in dollars, or None when the format records none.
-    """
-
-    steps: int = 0
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The usage as the ``--json`` output writes it."""
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +124,8 @@ class RunScan:
     steps: int
     loops: tuple[Loop, ...]
     waste: Waste
-    spend: Usage = Usage()
-    loop_spend: Usage = Usage()
+    spend: Usage = NO_USAGE
+    loop_spend: Usage = NO_USAGE
     cost_recorded: bool = False
     views: tuple[StepView, ...] = ()
     problems: tuple[str, ...] = ()
@@ -354,74 +307,6 @@ def _continues(loop: Loop, firing: _Firing, detector: str) -> bool:
     if detector == "fail-streak":
         return firing.continues
     return not set(loop.evidence).isdisjoint(firing.verdict.evidence)
-
-
-def waste_of(run_steps: int, costs: Sequence[StepCost], loops: Sequence[Loop]) -> Waste:
-    """The waste after the first stopping loop of a run.
-
-    Args:
-        run_steps: the number of steps in the run.
-        costs: per-step usage (``Run.costs``), or empty when the format records none.
-        loops: the run's loops.
-    """
-    points = [loop.step for loop in loops if loop.detector in STOPPING]
-    if not points:
-        return _zero_waste(costs)
-    first = min(points)
-    after = costs[first + 1 :] if costs else ()
-    zero = _zero_waste(costs)
-    return Waste(
-        from_step=first,
-        steps=max(run_steps - first - 1, 0),
-        input_tokens=_add(zero.input_tokens, (c.input_tokens for c in after)),
-        output_tokens=_add(zero.output_tokens, (c.output_tokens for c in after)),
-        cost_usd=_add(zero.cost_usd, (c.cost_usd for c in after)),
-    )
-
-
-def usage_of(
-    run_steps: int, costs: Sequence[StepCost], steps: Iterable[int] | None = None
-) -> Usage:
-    """What the given steps of a run (every step by default) spent.
-
-    Args:
-        run_steps: the number of steps in the run.
-        costs: per-step usage (``Run.costs``), or empty when the format records none.
-        steps: the 0-based step indices to count; None for all of them.
-    """
-    chosen = range(run_steps) if steps is None else sorted(set(steps))
-    picked = [costs[i] for i in chosen if i < len(costs)]
-    zero = _zero_waste(costs)
-    return Usage(
-        steps=len(chosen),
-        input_tokens=_add(zero.input_tokens, (c.input_tokens for c in picked)),
-        output_tokens=_add(zero.output_tokens, (c.output_tokens for c in picked)),
-        cost_usd=_add(zero.cost_usd, (c.cost_usd for c in picked)),
-    )
-
-
-def loop_steps(loops: Sequence[Loop]) -> set[int]:
-    """The steps inside a run's loops: their evidence (a step budget is no loop)."""
-    return {i for loop in loops if loop.detector != "max-steps" for i in loop.evidence}
-
-
-def _zero_waste(costs: Sequence[StepCost]) -> Waste:
-    return Waste(
-        input_tokens=0 if any(c.input_tokens is not None for c in costs) else None,
-        output_tokens=0 if any(c.output_tokens is not None for c in costs) else None,
-        cost_usd=0.0 if any(c.cost_usd is not None for c in costs) else None,
-    )
-
-
-def _add(start: N | None, values: Iterable[N | None]) -> N | None:
-    """``start`` plus the recorded values; None (not recorded) stays None."""
-    if start is None:
-        return None
-    total = start
-    for value in values:
-        if value is not None:
-            total += value
-    return total
 
 
 class Scanner:
