@@ -55,6 +55,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="one JSON object per run, then a summary object"
     )
     parser.add_argument("--html", metavar="REPORT.html", help="also write an offline HTML report")
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=0,
+        metavar="N",
+        help="scan N files at once, in N processes (default: one per core; 1 scans in this "
+        "process); the output is the same",
+    )
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even when loops are found")
     parser.add_argument(
         "--strict",
@@ -87,7 +95,12 @@ def run(ns: argparse.Namespace) -> int:
     if missing:
         print(f"antiloop: no such file or directory: {missing[0]}", file=sys.stderr)
         return EXIT_USAGE
-    scanner = Scanner(config, views=bool(ns.html))
+    jobs = ns.jobs
+    if jobs == 0:
+        from antiloop.scan.pool import cores
+
+        jobs = cores()
+    scanner = Scanner(config, views=bool(ns.html), jobs=jobs)
     progress = Progress(sys.stderr)
     summary = Summary()
     kept: list[RunScan] = []
@@ -145,6 +158,16 @@ def run(ns: argparse.Namespace) -> int:
     if summary.loops and not ns.no_fail:
         return EXIT_LOOPS
     return EXIT_OK
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = -1
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of processes (1 or more): {value!r}")
+    return jobs
 
 
 def run_text(result: RunScan, paint: Painter | None = None) -> str:

@@ -35,6 +35,7 @@ from antiloop.detectors import FailStreak
 from antiloop.guard import Guard, default_detector
 from antiloop.history import History
 from antiloop.scan.spend import NO_USAGE, Usage, Waste, loop_steps, usage_of, waste_of
+from antiloop.scan.vectors import ScanVectors
 from antiloop.traces import Run, UnknownFormat, iter_paths, read_runs
 from antiloop.verdict import Action, Verdict
 
@@ -214,6 +215,10 @@ def scan_config(
     return dataclasses.replace(config, detectors=detectors)
 
 
+FileScan = list[RunScan | Unreadable]
+"""What the scan of one file gives: its runs, or why it could not be read."""
+
+
 @dataclass(slots=True)
 class _Firing:
     index: int
@@ -316,6 +321,7 @@ class Scanner:
         config: the scan config; see ``scan_config`` (the default: loop detectors, ngram).
         embedder: the embedder of the stagnation check; by default ``config.embedder``.
         views: keep per-step views for a timeline (the HTML report).
+        jobs: how many processes scan files at once in ``scan_paths`` (1: in this process).
 
     Example::
 
@@ -330,17 +336,20 @@ class Scanner:
         *,
         embedder: Embedder | None = None,
         views: bool = False,
+        jobs: int = 1,
     ) -> None:
         self.config = config if config is not None else scan_config()
+        self.given_embedder = embedder
+        self.jobs = max(1, jobs)
         if embedder is None:
             from antiloop.embed import get_embedder
 
-            # Uncached: each message's vector is kept with the message for as long as the
-            # stagnation window needs it; a cache shared by every run would grow with the corpus.
+            # Not the process-wide cache: the scan keeps its own, bounded, for its own texts.
             embedder = get_embedder(self.config.embedder, cached=False)
         self.embedder: Embedder = embedder
         self.views = views
-        self._parts = default_detector(self.config, self.embedder).detectors
+        self.vectors = ScanVectors(embedder)
+        self._parts = default_detector(self.config, self.vectors).detectors
 
     def scan_run(self, run: Run) -> RunScan:
         """Scan one run: every loop in it, and the waste after its first loop point.
@@ -350,7 +359,7 @@ class Scanner:
         """
         views: list[StepView] | None = [] if self.views else None
         collector = _Collector(self._parts, self.config.failure_streak, views)
-        guard = Guard(collector, config=self.config, embedder=self.embedder, audit=False)
+        guard = Guard(collector, config=self.config, embedder=self.vectors, audit=False)
         steps = run.steps
         if steps and any(s.session != steps[0].session for s in steps):
             steps = tuple(dataclasses.replace(s, session="run") for s in steps)
@@ -385,6 +394,15 @@ class Scanner:
             else:
                 yield Unreadable(run.file, no_steps_reason(run), run.record, run.format)
 
+    def scan_one(self, path: Path, format: str = "auto") -> FileScan:
+        """Every run of one file scanned; a file that cannot be read ends as ``Unreadable``."""
+        out: FileScan = []
+        try:
+            out.extend(self.scan_file(path, format))
+        except (UnknownFormat, OSError) as exc:
+            out.append(Unreadable(str(path), _reason(exc, path)))
+        return out
+
     def scan_paths(
         self,
         paths: Sequence[Path],
@@ -392,6 +410,9 @@ class Scanner:
         progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[RunScan | Unreadable]:
         """Scan files and directories (recursively); what cannot be read is ``Unreadable``.
+
+        With ``jobs`` above 1, files are scanned in that many processes; the results are the
+        same, in the same order (see ``antiloop.scan.pool``).
 
         Args:
             paths: files and directories.
@@ -402,11 +423,15 @@ class Scanner:
             FileNotFoundError: a path does not exist (before anything is scanned).
         """
         files = list(iter_paths(paths))
-        for done, path in enumerate(files, start=1):
-            try:
-                yield from self.scan_file(path, format)
-            except (UnknownFormat, OSError) as exc:
-                yield Unreadable(str(path), _reason(exc, path))
+        results: Iterator[FileScan] | None = None
+        if self.jobs > 1 and len(files) > 1:
+            from antiloop.scan.pool import scan_files
+
+            results = scan_files(self, files, format, self.jobs)
+        if results is None:
+            results = (self.scan_one(path, format) for path in files)
+        for done, items in enumerate(results, start=1):
+            yield from items
             if progress is not None:
                 progress(done, len(files))
 
