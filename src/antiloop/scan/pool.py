@@ -11,19 +11,17 @@ are spawned, and the scanner's config and embedder must pickle (else the scan ru
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import pickle
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from antiloop.config import GuardConfig
+if TYPE_CHECKING:  # multiprocessing is imported when a pool starts, not for a small scan
+    from multiprocessing.context import BaseContext
 
-if TYPE_CHECKING:
+    from antiloop.config import GuardConfig
     from antiloop.embed import Embedder
     from antiloop.scan.engine import FileScan, Scanner
 
@@ -57,6 +55,8 @@ def scan_files(
     embedder = scanner.given_embedder
     args = (scanner.config, embedder, scanner.views, format)
     if context.get_start_method() != "fork":
+        import pickle
+
         try:
             pickle.dumps(args)
         except Exception:
@@ -99,6 +99,8 @@ def _size(files: Sequence[Path]) -> int:
 
 
 def _context() -> BaseContext:
+    import multiprocessing
+
     fork = "fork" in multiprocessing.get_all_start_methods()
     if fork and sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")

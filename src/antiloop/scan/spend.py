@@ -11,10 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from antiloop.traces import StepCost
-
 if TYPE_CHECKING:
     from antiloop.scan.engine import Loop
+    from antiloop.traces import StepCost
 
 STOPPING = frozenset({"repeat", "cycle", "stagnation", "max-steps", "hidden-repeat"})
 """Detectors whose verdict ends a session: the first of them is the run's loop point."""
