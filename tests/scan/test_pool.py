@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import multiprocessing
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -125,6 +126,29 @@ def test_spawned_workers_give_the_same_results(
     monkeypatch.setattr(pool, "_context", lambda: multiprocessing.get_context("spawn"))
     files = sorted(traces.iterdir())[:3]
     assert list(Scanner(jobs=2).scan_paths(files)) == list(Scanner().scan_paths(files))
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_forked_workers_give_the_same_results(
+    traces: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forked workers (Linux, a single-threaded parent: the command) scan as this process does."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    monkeypatch.setattr(pool, "_context", lambda: multiprocessing.get_context("fork"))
+    assert list(Scanner(jobs=2).scan_paths([traces])) == list(Scanner().scan_paths([traces]))
+
+
+def test_a_threaded_process_is_not_forked() -> None:
+    """A second thread (a native one counts too, on Linux) makes the workers spawned."""
+    gate = threading.Event()
+    thread = threading.Thread(target=gate.wait)
+    thread.start()
+    try:
+        assert pool._context().get_start_method() == "spawn"
+    finally:
+        gate.set()
+        thread.join()
 
 
 def test_jobs_must_be_a_positive_number(capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,9 +4,10 @@ A file is scanned whole by one worker (its runs share nothing with other files' 
 results are those of a serial scan, in the same order: the pool hands them back file by file
 in the order of the files, whichever worker finished first.
 
-Workers are forked where that is safe (Linux, no other thread running), so they start in a few
-milliseconds with antiloop already imported and a custom embedder already built; elsewhere they
-are spawned, and the scanner's config and embedder must pickle (else the scan runs serially).
+Workers are forked where that is safe (Linux, no other thread in the process, native ones
+included), so they start in a few milliseconds with antiloop already imported and a custom
+embedder already built; elsewhere they are spawned, and the scanner's config and embedder must
+pickle (else the scan runs serially). Ctrl-C is the parent's: it stops the workers.
 """
 
 from __future__ import annotations
@@ -101,15 +102,26 @@ def _size(files: Sequence[Path]) -> int:
 def _context() -> BaseContext:
     import multiprocessing
 
-    fork = "fork" in multiprocessing.get_all_start_methods()
-    if fork and sys.platform.startswith("linux") and threading.active_count() == 1:
+    if sys.platform.startswith("linux") and _threads() == 1:
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context("spawn")
 
 
+def _threads() -> int:
+    """The threads of this process, native ones included (a forked child would lose them)."""
+    try:
+        return sum(1 for _ in Path("/proc/self/task").iterdir())
+    except OSError:
+        return threading.active_count() + 1  # unknown: not safe to fork
+
+
 def _start(config: GuardConfig, embedder: Embedder | None, views: bool, format: str) -> None:
     global _worker, _format  # one scanner per worker process, built once
+    import signal
+
     from antiloop.scan.engine import Scanner
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the pool
 
     _worker = Scanner(config, embedder=embedder, views=views)
     _format = format
