@@ -396,12 +396,13 @@ class Scanner:
 
     def scan_one(self, path: Path, format: str = "auto") -> FileScan:
         """Every run of one file scanned; a file that cannot be read ends as ``Unreadable``."""
-        out: FileScan = []
+        return list(self._scan_or_say(path, format))
+
+    def _scan_or_say(self, path: Path, format: str) -> Iterator[RunScan | Unreadable]:
         try:
-            out.extend(self.scan_file(path, format))
+            yield from self.scan_file(path, format)
         except (UnknownFormat, OSError) as exc:
-            out.append(Unreadable(str(path), _reason(exc, path)))
-        return out
+            yield Unreadable(str(path), _reason(exc, path))
 
     def scan_paths(
         self,
@@ -423,13 +424,13 @@ class Scanner:
             FileNotFoundError: a path does not exist (before anything is scanned).
         """
         files = list(iter_paths(paths))
-        results: Iterator[FileScan] | None = None
+        results: Iterator[Iterable[RunScan | Unreadable]] | None = None
         if self.jobs > 1 and len(files) > 1:
             from antiloop.scan.pool import scan_files
 
             results = scan_files(self, files, format, self.jobs)
-        if results is None:
-            results = (self.scan_one(path, format) for path in files)
+        if results is None:  # in this process, each run given as soon as it is scanned
+            results = (self._scan_or_say(path, format) for path in files)
         for done, items in enumerate(results, start=1):
             yield from items
             if progress is not None:
