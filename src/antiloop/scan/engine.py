@@ -323,6 +323,12 @@ class Scanner:
         views: keep per-step views for a timeline (the HTML report).
         jobs: how many processes scan files at once in ``scan_paths`` (1: in this process).
 
+    Attributes:
+        given_embedder: the embedder passed in, or None (each worker process then builds
+            ``config.embedder`` for itself).
+        vectors: the scan's vectors by text, around ``embedder`` (each distinct message is
+            embedded once per process).
+
     Example::
 
         scanner = Scanner()
