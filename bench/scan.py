@@ -19,6 +19,7 @@ from antiloop.config import GuardConfig
 from antiloop.embed.ngram import NgramEmbedder
 from antiloop.scan import Scanner, Unreadable, scan_config
 from antiloop.scan.pool import cores
+from antiloop.scan.vectors import VECTORS_KEPT
 from antiloop.traces import Run, UnknownFormat, iter_paths, read_runs
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -308,8 +309,9 @@ CPU, 2.5% of the scan) and left out: orjson 3.11 reads an integer past 64 bits a
 a check that would catch one (a 19-digit run: in 34 of the 98 files) cost 110 ms, more than it
 saves.
 
-Peak traced memory (tracemalloc, one process): whole corpus scan {peak_all / mb:.1f} MiB; the
-largest file alone ({largest.name}, {largest.stat().st_size / 1e6:.2f} MB)
+Peak traced memory (tracemalloc, one process): whole corpus scan {peak_all / mb:.1f} MiB, of which
+up to {VECTORS_KEPT * 512 * 8 / mb:.0f} MiB is the vectors kept by text ({VECTORS_KEPT:,} of 512
+doubles at most); the largest file alone ({largest.name}, {largest.stat().st_size / 1e6:.2f} MB)
 {peak_largest / mb:.1f} MiB (json-decoding it alone: {peak_floor / mb:.1f} MiB). The scan keeps
 one file's runs at a time per process, so its peak is the largest run's, not the corpus'
 (without `--html`, which keeps a small view of every step for the timelines).
