@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test sysdeps clis litellm lint typecheck unit conformance bench mutation clean
+.PHONY: demo test sysdeps clis litellm crewai lint typecheck unit conformance bench mutation clean
 
 # The real agent CLIs the hook tests drive (tests/hooks/test_real_clis.py), pinned, installed
 # once into an ignored folder. Without npm the tests skip with the reason (and fail under CI=true).
@@ -30,7 +30,7 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/antiloop demo
 
-test: $(STAMP) sysdeps clis litellm lint typecheck unit conformance
+test: $(STAMP) sysdeps clis litellm crewai lint typecheck unit conformance
 
 clis: $(CLIS_STAMP)
 
@@ -45,6 +45,19 @@ $(LITELLM_STAMP): pyproject.toml
 	$(PY) -m venv $(LITELLM_DIR)
 	$(LITELLM_DIR)/bin/pip install -q --upgrade pip
 	$(LITELLM_DIR)/bin/pip install -q -e '.[litellm]'
+	touch $@
+
+# CrewAI for tests/integrations/test_crewai.py, in a venv of its own: it pins openai < 3,
+# OpenTelemetry >= 1.45.1 and pydantic < 2.13, against the dev set (pyproject.toml, the extra).
+CREWAI_DIR := .cache/crewai
+CREWAI_STAMP := $(CREWAI_DIR)/.installed
+
+crewai: $(CREWAI_STAMP)
+
+$(CREWAI_STAMP): pyproject.toml
+	$(PY) -m venv $(CREWAI_DIR)
+	$(CREWAI_DIR)/bin/pip install -q --upgrade pip
+	$(CREWAI_DIR)/bin/pip install -q -e '.[crewai]'
 	touch $@
 
 $(CLIS_STAMP): Makefile
@@ -78,7 +91,7 @@ typecheck: $(STAMP)
 # replays it) on two workers (pytest-xdist). A bare `pytest` runs in file order, in one process.
 unit: $(STAMP)
 	$(BIN)/pytest -p randomly -n 2 --dist loadfile
-	$(BIN)/pytest -q -p no:cacheprovider --doctest-modules src/antiloop --ignore=src/antiloop/demo/project --ignore=src/antiloop/integrations/litellm.py
+	$(BIN)/pytest -q -p no:cacheprovider --doctest-modules src/antiloop --ignore=src/antiloop/demo/project --ignore=src/antiloop/integrations/litellm.py --ignore=src/antiloop/integrations/crewai.py
 
 conformance: $(STAMP)
 	../shared/conformance/run

@@ -2,13 +2,15 @@
 
 Run: ``pip install 'antiloop[autogen]'`` then ``python examples/autogen_team.py``.
 
-Three short runs:
+Four short runs:
 
 1. the assistant keeps asking for the same job status and gets the same answer: the team stops
    at the second identical call, with the loop's fingerprint in the stop reason;
 2. the same calls, but the status changes each time: progress, not a loop;
 3. with ``repeat_action="ask"`` the loop pauses the team for a person; approving and calling
-   ``team.run()`` again resumes it where it stopped.
+   ``team.run()`` again resumes it where it stopped;
+4. a risky tool (``delete_file``, the approval policy asks) waits for a person's answer before it
+   runs; refused, it never runs and the model reads why.
 """
 
 from __future__ import annotations
@@ -63,13 +65,24 @@ def moving_status(job: str) -> str:
     return f"job {job}: {next(STATUSES)}"
 
 
+def delete_file(path: str) -> str:
+    """Delete a file (in this example, only say so)."""
+    return f"deleted {path}"
+
+
+async def person(tool: str, args: dict[str, object]) -> dict[str, object]:
+    """Stands in for a person asked on a chat or a web page: says no."""
+    print(f"before the call: asked to approve {tool} {args}")
+    return {"approved": False, "comment": "keep the notes", "by": "ops"}
+
+
 def executions(messages: list[object]) -> int:
     """How many tool executions a run's messages hold."""
     return sum(isinstance(m, ToolCallExecutionEvent) for m in messages)
 
 
 async def main() -> None:
-    """Run the three scenes and print what happened."""
+    """Run the four scenes and print what happened."""
     logging.getLogger("autogen_core.events").setLevel(logging.ERROR)  # the replay client is chatty
 
     # 1. A loop: same call, same result.
@@ -105,6 +118,27 @@ async def main() -> None:
     antiloop.decide({"approved": True, "by": "me"})
     result = await team.run()
     print(f"approval: resumed, stop reason {result.stop_reason!r}")
+
+    # 4. Approval before a call: the policy asks, the person refuses, the tool never runs.
+    antiloop = AntiloopTermination(
+        needs_approval=lambda tool, args: tool == "delete_file", ask=person
+    )
+    agent = AssistantAgent(
+        "cleaner",
+        model_client=replay("delete_file", '{"path": "notes.txt"}', 1),
+        tools=antiloop.protect(delete_file, agent="cleaner"),
+    )
+    team = RoundRobinGroupChat(
+        [agent], termination_condition=antiloop | TextMentionTermination("finished")
+    )
+    result = await team.run(task="Clean up notes.txt.")
+    (said,) = [
+        r.content
+        for m in result.messages
+        if isinstance(m, ToolCallExecutionEvent)
+        for r in m.content
+    ]
+    print(f"before the call: the model read {said[:60]!r}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ Code. With a real key, drop the scripted model and ``ANTHROPIC_BASE_URL``:
 The model runs ``wc -l app.py`` three times. The second result repeats the first, so the
 PostToolUse hook tells the model so, with the loop's fingerprint; the third call is refused
 before it runs. Every other call goes on as the SDK's own permissions say (``allowed_tools``).
+``antiloop_messages`` charges the SDK's ``ResultMessage`` (its cost) to the session's
+``[budgets]``, and the example prints what the session spent.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, UserMessage, query
+from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ResultMessage, UserMessage, query
 
-from antiloop.integrations.claude_agent_sdk import antiloop_hooks
+from antiloop.budgets import spent
+from antiloop.integrations.claude_agent_sdk import antiloop_hooks, antiloop_messages
+from antiloop.stores import open_store
 
 CALL = {"type": "tool_use", "name": "Bash", "input": {"command": "wc -l app.py"}}
 
@@ -97,11 +101,13 @@ async def main() -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "app.py").write_text("print('hi')\n")
+        (Path(tmp) / "antiloop.toml").write_text("[budgets.session]\nhard_usd = 1.0\n")
+        store = f"sqlite:///{tmp}/antiloop.db"
         options = ClaudeAgentOptions(
             cwd=tmp,
             allowed_tools=["Bash"],
             setting_sources=[],
-            hooks=antiloop_hooks(store=f"sqlite:///{tmp}/antiloop.db"),  # type: ignore[arg-type]
+            hooks=antiloop_hooks(store=store),  # type: ignore[arg-type]
             env={
                 "HOME": tmp,
                 "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{server.server_address[1]}",
@@ -109,8 +115,14 @@ async def main() -> None:
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             },
         )
-        async for message in query(prompt="How long is app.py?", options=options):
-            if isinstance(message, UserMessage) and isinstance(message.content, list):
+        messages = query(prompt="How long is app.py?", options=options)
+        async for message in antiloop_messages(messages, store=store):
+            if isinstance(message, ResultMessage):
+                opened = open_store(store)
+                now = spent(opened, message.session_id)
+                opened.close()
+                print(f"spend: ${now.cost_usd:.6f}, {now.tokens} tokens")
+            elif isinstance(message, UserMessage) and isinstance(message.content, list):
                 for block in message.content:
                     text = getattr(block, "content", None)
                     if isinstance(text, str):

@@ -2,13 +2,15 @@
 
 Run: ``pip install 'antiloop[openai-agents]'`` then ``python examples/openai_agents_run.py``.
 
-Three short runs:
+Four short runs:
 
 1. the model keeps asking for the same job status and gets the same answer: the output
    guardrail trips at the second identical call, with the loop's fingerprint;
 2. the same calls, but the status changes each time: progress, not a loop;
 3. ``delete_file`` needs approval: the run stops with an interruption, a person approves,
-   and the run resumes from its state.
+   and the run resumes from its state;
+4. a hosted web search (it runs on the model's side, past every guardrail) with the same query
+   and the same sources twice: the run hooks read it from the model's response and stop the run.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from agents import (
     Agent,
     Runner,
     ToolOutputGuardrailTripwireTriggered,
+    WebSearchTool,
     function_tool,
     set_tracing_disabled,
 )
@@ -28,7 +31,9 @@ from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.testing import assistant_message, function_call
 from agents.usage import Usage
+from openai.types.responses import ResponseFunctionWebSearch
 
+from antiloop import LoopDetected
 from antiloop.integrations.openai_agents import AntiloopGuardrails
 
 
@@ -50,6 +55,27 @@ class LoopingModel(Model):
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         """Streaming is not scripted here."""
         raise NotImplementedError
+
+
+class SearchingModel(LoopingModel):
+    """A model whose hosted web search finds the same sources for the same query each turn."""
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        """A ``web_search_call`` item, as the Responses API returns it."""
+        self.turns += 1
+        search = ResponseFunctionWebSearch.model_validate(
+            {
+                "id": f"ws_{self.turns}",
+                "type": "web_search_call",
+                "status": "completed",
+                "action": {
+                    "type": "search",
+                    "query": "job 42 status",
+                    "sources": [{"type": "url", "url": "https://jobs.example/42"}],
+                },
+            }
+        )
+        return ModelResponse(output=[search], usage=Usage(), response_id=None)
 
 
 STATUSES = iter(["queued", "running", "finished"])
@@ -74,7 +100,7 @@ def delete_file(path: str) -> str:
 
 
 async def main() -> None:
-    """Run the three scenes and print what happened."""
+    """Run the four scenes and print what happened."""
     set_tracing_disabled(True)
 
     # 1. A loop: same call, same result.
@@ -113,6 +139,15 @@ async def main() -> None:
     result = await Runner.run(agent, state, hooks=antiloop.hooks)
     outputs = [item.output for item in result.new_items if item.type == "tool_call_output_item"]
     print(f"approval: resumed, tool said {outputs[-1]!r}, answer {result.final_output!r}")
+
+    # 4. A hosted tool: no guardrail sees it, the run hooks read it from the response.
+    antiloop = AntiloopGuardrails()
+    model = SearchingModel("web_search", {}, 0)
+    agent = Agent(name="researcher", model=model, tools=[WebSearchTool()])
+    try:
+        await Runner.run(agent, "Is job 42 done?", hooks=antiloop.hooks, max_turns=10)
+    except LoopDetected as stop:
+        print(f"hosted: web search stopped at model turn {model.turns} by {stop.verdict.detector}")
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ Example:
 """
 
 from antiloop._exports import lazy_exports as _lazy_exports
+from antiloop._version import __version__
 
 TYPE_CHECKING = False  # not typing's: importing typing costs every hook process ~10 ms
 if TYPE_CHECKING:
+    from antiloop.async_guard import AsyncGuard
     from antiloop.config import GuardConfig, load_config
     from antiloop.detectors import (
         AllOf,
@@ -39,8 +41,9 @@ if TYPE_CHECKING:
         StoreError,
     )
     from antiloop.events import FileState, Step, parse_line, step_from_dict
-    from antiloop.guard import Guard, Listener, default_detector
+    from antiloop.guard import Guard, default_detector
     from antiloop.history import History
+    from antiloop.listener import Listener
     from antiloop.verdict import Action, Verdict
 
 _WHERE = {
@@ -49,6 +52,7 @@ _WHERE = {
     "AntiloopError": "antiloop.errors",
     "AnyOf": "antiloop.detectors",
     "ApprovalDenied": "antiloop.errors",
+    "AsyncGuard": "antiloop.async_guard",
     "BadStep": "antiloop.errors",
     "BudgetExceeded": "antiloop.errors",
     "ChannelError": "antiloop.errors",
@@ -65,7 +69,7 @@ _WHERE = {
     "Halt": "antiloop.errors",
     "HiddenRepeat": "antiloop.detectors_extra",
     "History": "antiloop.history",
-    "Listener": "antiloop.guard",
+    "Listener": "antiloop.listener",
     "LoopDetected": "antiloop.errors",
     "MaxSteps": "antiloop.detectors",
     "MissingExtra": "antiloop.errors",
@@ -83,14 +87,13 @@ _WHERE = {
 del TYPE_CHECKING  # not a name of the package
 __getattr__, __dir__ = _lazy_exports(__name__, globals(), _WHERE)
 
-__version__ = "0.1.0"
-
 __all__ = [
     "Action",
     "AllOf",
     "AntiloopError",
     "AnyOf",
     "ApprovalDenied",
+    "AsyncGuard",
     "BadStep",
     "BudgetExceeded",
     "ChannelError",

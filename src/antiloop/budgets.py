@@ -330,48 +330,10 @@ def _under_hard(now: Spent) -> bool:
     )
 
 
-def settle(approvals: Any, guard: Any, verdict: Verdict, step: Step) -> Verdict:
-    """Ask a person about a soft-limit ``ask``; the run waits for the answer.
+def check_in(budgets: Budgets, store: Store, step: Step) -> dict[str, Any]:
+    """What a person is shown at a soft-limit ``ask``: the step's session and agent spend.
 
-    Approved: the run goes on (to the next check-in, or to the limits the person edited).
-    Denied or expired: the session stops. A hard-limit stop is not asked about.
+    The pending check-in is taken: asked here, no host prompt asks again.
     """
-    budgets: Budgets | None = getattr(guard, "budgets", None)
-    if verdict.action is not Action.ASK or budgets is None:
-        return verdict
-    take_pending(guard.store, step.session)  # asked here: no host prompt asks again
-    report = budgets.report(guard.store.peek(step.session), step.agent)
-    request = approvals.ask(
-        session=step.session,
-        agent=step.agent,
-        tool=DETECTOR,
-        args=report,
-        risk=DETECTOR,
-        reason=verdict.reason,
-        extra={"detector": DETECTOR, "action": "ask"},
-        rule="budget:soft",
-    )
-    status = str(request.status)
-    if status == "pending":  # a caller that does not wait (the service): asked, not answered
-        return verdict
-    if status in ("approved", "edited"):
-        if request.edited_args:
-            raise_limits(guard.store, step.session, request.edited_args, budgets)
-        said = f" A person says: {request.comment}" if request.comment else ""
-        return Verdict(
-            Action.NUDGE if said else Action.CONTINUE,
-            DETECTOR if said else None,
-            "budget" if said else None,
-            reason=f"{verdict.reason} Approved by {request.decided_by}.",
-            hint=said.strip(),
-        )
-    stop = Verdict.stop(
-        DETECTOR,
-        f"{verdict.reason} Not approved ({status}, {request.decided_by}).",
-        outcome="budget",
-        hint=f"A person says: {request.comment}" if request.comment else verdict.hint,
-    )
-    with guard.store.transaction(step.session) as state:
-        if state.ended is None:
-            state.ended = stop
-    return stop
+    take_pending(store, step.session)
+    return budgets.report(store.peek(step.session), step.agent)

@@ -108,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_command_of(args))
     ns = parser.parse_args(args)
     if ns.version:
-        from antiloop import __version__
+        from antiloop._version import __version__
 
         print(f"antiloop {__version__}")
         return 0

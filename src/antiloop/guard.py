@@ -51,16 +51,16 @@ from antiloop.history import (
     StreamState,
     key_digest,
 )
+from antiloop.listener import Listener as Listener
 from antiloop.readings import SameResult, read_result, same_result, scrub
 from antiloop.redact import redact_text
 from antiloop.stores import Store
-from antiloop.stores.memory import MemoryStore
 from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
     import logging
 
-    from antiloop.approval import Approvals
+    from antiloop.approval import Approvals, Call, Gate, Ruling
     from antiloop.budgets import Budgets
     from antiloop.embed import Embedder
 
@@ -151,16 +151,6 @@ class LazyEmbedder:
         return self.inner.embed(texts)
 
 
-class Listener:
-    """Observes the guard's decisions; cannot change them. Override what you need."""
-
-    def on_verdict(self, step: Step, verdict: Verdict) -> None:
-        """Called after every recorded step with the verdict the guard returned."""
-
-    def on_reset(self, session: str, reason: str) -> None:
-        """Called when a session's windows are reset (a person spoke)."""
-
-
 def default_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
     """The detectors the config switches on, composed with ``|``."""
     on = set(config.detectors)
@@ -194,6 +184,7 @@ def default_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
 def _split(store: Store | str | None, records: Store | str) -> Store:
     """State in ``store`` (memory by default), records in ``records``: a SplitStore."""
     from antiloop.stores import open_store
+    from antiloop.stores.memory import MemoryStore
     from antiloop.stores.split import SplitStore
 
     state = open_store(store) if isinstance(store, str) else store or MemoryStore()
@@ -272,6 +263,8 @@ class Guard:
             from antiloop.stores import open_store
 
             store = open_store(store)
+        from antiloop.stores.memory import MemoryStore  # here: it imports approval requests
+
         self.store: Store = store if store is not None else MemoryStore()
         self._retries = callable(getattr(self.store, "judge", None))
         self.on_store_error = on_store_error or self.config.on_store_error
@@ -327,15 +320,58 @@ class Guard:
         """Judge a call before it runs: refuse a stopped procedure or a call in an ended session.
 
         With ``approvals``, a person's stop, the approval policy (and the person's answer) and
-        queued feedback come in too; ``approvals.gate`` also gives edited arguments.
+        queued feedback come in too; ``gate`` also gives the arguments a person edited.
         """
         verdict = self._check(tool, args, session=session, agent=agent, paths=paths, cwd=cwd)
         if self.approvals is None:
             return verdict
-        gate = self.approvals.gate(
-            self, tool, args, session=session, agent=agent, paths=paths, cwd=cwd, verdict=verdict
-        )
-        return gate.verdict
+        call = self._call(tool, args, session, agent, paths, cwd)
+        return self.apply(self.approvals.gate(call, verdict)).verdict
+
+    def gate(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        agent: str = "agent",
+        paths: Sequence[str] = (),
+        cwd: str | None = None,
+    ) -> Gate:
+        """``check``, with the arguments to run the call with and the approval request, if any."""
+        from antiloop.approval.ruling import Gate
+
+        verdict = self._check(tool, args, session=session, agent=agent, paths=paths, cwd=cwd)
+        if self.approvals is None:
+            return Gate(verdict, dict(args or {}))
+        call = self._call(tool, args, session, agent, paths, cwd)
+        return self.apply(self.approvals.gate(call, verdict))
+
+    def _call(
+        self,
+        tool: str,
+        args: Mapping[str, Any] | None,
+        session: str | None,
+        agent: str,
+        paths: Sequence[str],
+        cwd: str | None,
+    ) -> Call:
+        from antiloop.approval.ruling import Call
+
+        return Call(tool, dict(args or {}), self._session_id(session), agent, tuple(paths), cwd)
+
+    def apply(self, ruling: Ruling) -> Gate:
+        """Do what the approvals ruled to the session (end it, reset it, set its limits)."""
+        session = ruling.session
+        if ruling.end is not None:
+            self.end(session, ruling.end)
+        if ruling.limits and self.budgets is not None:
+            from antiloop.budgets import raise_limits
+
+            raise_limits(self.store, session, ruling.limits, self.budgets)
+        if ruling.reset is not None:
+            self.reset(session, ruling.reset)
+        return ruling.gate
 
     def _check(
         self,
@@ -384,6 +420,15 @@ class Guard:
         another guard saved the session first, which is sound because ``_record`` depends
         only on the state and the step. Any other store runs it once in ``transaction()``.
         """
+        step, verdict = self._recorded(step)
+        if self.approvals is not None and verdict.action >= Action.ASK:
+            spend = self._check_in(verdict, step)
+            verdict = self.apply(self.approvals.escalate(verdict, step, spend)).verdict
+        self._tell(step, verdict)
+        return verdict
+
+    def _recorded(self, step: Step | Mapping[str, Any]) -> tuple[Step, Verdict]:
+        """The step, and the verdict the store's transaction gave it (before any person)."""
         if not isinstance(step, Step):
             step = step_from_dict(dict(step))
         step_id = step.id
@@ -410,11 +455,19 @@ class Guard:
                         self._audit(self._audit_event("step", step, verdict, state.steps - 1))
         except StoreError as exc:
             verdict = self._store_failed(exc, step.session)
-        if self.approvals is not None and verdict.action >= Action.ASK:
-            verdict = self.approvals.escalate(self, verdict, step)
+        return step, verdict
+
+    def _check_in(self, verdict: Verdict, step: Step) -> dict[str, Any] | None:
+        """What a person is shown at a budget check-in; None for any other verdict."""
+        if self.budgets is None or verdict.detector != "budget" or verdict.action is not Action.ASK:
+            return None
+        from antiloop.budgets import check_in
+
+        return check_in(self.budgets, self.store, step)
+
+    def _tell(self, step: Step, verdict: Verdict) -> None:
         for listener in self.listeners:
             listener.on_verdict(step, verdict)
-        return verdict
 
     def _store_failed(self, exc: StoreError, session: str) -> Verdict:
         """The store failed: follow ``on_store_error`` (allow with a loud log, or block)."""
@@ -613,6 +666,14 @@ class Guard:
             state.ended = None
         for listener in self.listeners:
             listener.on_reset(sid, reason)
+
+    def end(self, session: str, verdict: Verdict) -> None:
+        """End a session with a verdict (a person stopped it), unless it ended already."""
+        state = self.store.peek(session)
+        if state is None or state.ended is None:
+            with self.store.transaction(session) as live:
+                if live.ended is None:
+                    live.ended = verdict
 
     def forget(self, session: str) -> None:
         """Drop everything remembered about a session."""

@@ -35,14 +35,13 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from antiloop.errors import ConfigError, MissingExtra
-from antiloop.guard import Listener
+from antiloop.listener import Listener
 
 if TYPE_CHECKING:
     from antiloop.events import Step
-    from antiloop.guard import Guard
     from antiloop.verdict import Verdict
 
 __all__ = [
@@ -173,7 +172,13 @@ def listener_for(
     return TelemetryListener(provider, capture_content=capture, traceparent=_host_parent(env))
 
 
-def attach_from(guard: Guard, path: str | None, env: Mapping[str, str] | None = None) -> bool:
+class Listened(Protocol):
+    """What ``attach_from`` attaches to: a guard, by its listeners (the guard imports us)."""
+
+    listeners: list[Listener]
+
+
+def attach_from(guard: Listened, path: str | None, env: Mapping[str, str] | None = None) -> bool:
     """Attach the listener to ``guard`` when the config file at ``path`` or ``env`` asks.
 
     Returns whether it was attached. ``antiloop serve`` uses this for its guard.
@@ -273,7 +278,7 @@ class TelemetryListener(Listener):
         capture_content: bool = False,
         traceparent: Mapping[str, str] | None = None,
     ) -> None:
-        from antiloop import __version__
+        from antiloop._version import __version__
 
         self.provider = provider
         self.tracer = provider.get_tracer("antiloop", __version__)

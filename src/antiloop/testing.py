@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from antiloop.events import Step
-from antiloop.guard import Guard, Listener
+from antiloop.guard import Guard
+from antiloop.listener import Listener
 from antiloop.verdict import Verdict
 
 

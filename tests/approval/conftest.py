@@ -43,3 +43,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
 def guard(store) -> Guard:
     """A guard on that store."""
     return Guard(config=GuardConfig(embedder="ngram"), store=store)
+
+
+@pytest.fixture
+def guard_with(store):
+    """A guard on that store that asks the given approvals (``Guard(approvals=...)``)."""
+
+    def make(approvals: Any) -> Guard:
+        return Guard(config=GuardConfig(embedder="ngram"), store=store, approvals=approvals)
+
+    return make

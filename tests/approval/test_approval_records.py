@@ -30,9 +30,9 @@ def test_the_record_keeps_rule_channel_and_wait(store, clock):
         clock.now += 7.5
         return Answer.approve("alice")
 
-    guard = Guard(config=GuardConfig(embedder="ngram"), store=store)
     approvals = Approvals(store, channels=[CallbackChannel(slow_yes)], clock=clock)
-    gate = approvals.gate(guard, "Bash", RM, session="s")
+    guard = Guard(config=GuardConfig(embedder="ngram"), store=store, approvals=approvals)
+    gate = guard.gate("Bash", RM, session="s")
     record = approvals.ledger.get_approval(gate.request.id)
     assert record.status is ApprovalStatus.APPROVED
     assert (record.decided_by, record.channel, record.rule) == ("alice", "callback", "tier:delete")
@@ -79,8 +79,9 @@ def test_log_approvals_lists_and_exports_every_decision(tmp_path: Path, capsys: 
     guard = Guard(config=GuardConfig(embedder="ngram"), store=url)
     store = guard.store
     approvals = Approvals(store, channels=[Silent()], clock=lambda: now[0], wait=False)
-    asked = approvals.gate(guard, "Bash", RM, session="s1").request
-    approvals.gate(guard, "WebFetch", {"url": "https://example.com"}, session="s2")
+    guard.approvals = approvals
+    asked = guard.gate("Bash", RM, session="s1").request
+    guard.gate("WebFetch", {"url": "https://example.com"}, session="s2")
     now[0] += 12.0
     approvals.answer(asked.id, Answer(ApprovalStatus.APPROVED, "alice", channel="terminal"))
     store.close()

@@ -17,20 +17,20 @@ from antiloop.errors import ChannelError
 RM = {"command": "rm -rf build"}
 
 
-def test_a_read_runs_without_asking(guard, store):
+def test_a_read_runs_without_asking(guard_with, store):
     """A read-only call is allowed by the default policy and no request is stored."""
     asked = []
     approvals = Approvals(store, channels=[CallbackChannel(asked.append)])
-    gate = approvals.gate(guard, "Read", {"file_path": "a.py"}, session="s")
+    gate = guard_with(approvals).gate("Read", {"file_path": "a.py"}, session="s")
     assert gate.allowed
     assert asked == []
 
 
-def test_approved_call_goes_on_and_the_record_says_who(guard, store):
+def test_approved_call_goes_on_and_the_record_says_who(guard_with, store):
     """An approved risky call runs; the stored record keeps who decided, when and the comment."""
     channel = CallbackChannel(lambda r: Answer.approve("alice", "fine, once"))
     approvals = Approvals(store, channels=[channel])
-    gate = approvals.gate(guard, "Bash", RM, session="s")
+    gate = guard_with(approvals).gate("Bash", RM, session="s")
     assert gate.allowed
     assert gate.verdict.hint == "A person says: fine, once"
     record = approvals.ledger.get_approval(gate.request.id)
@@ -39,11 +39,11 @@ def test_approved_call_goes_on_and_the_record_says_who(guard, store):
     assert record.decided_at is not None
 
 
-def test_denied_call_is_blocked_with_the_comment_as_hint(guard, store):
+def test_denied_call_is_blocked_with_the_comment_as_hint(guard_with, store):
     """A denied call is blocked and the person's comment reaches the model as the hint."""
     channel = CallbackChannel(lambda r: "use git clean instead")
     approvals = Approvals(store, channels=[channel])
-    gate = approvals.gate(guard, "Bash", RM, session="s")
+    gate = guard_with(approvals).gate("Bash", RM, session="s")
     assert gate.verdict.action is Action.BLOCK
     assert gate.verdict.outcome == "denied"
     assert "use git clean instead" in gate.verdict.hint
@@ -51,19 +51,19 @@ def test_denied_call_is_blocked_with_the_comment_as_hint(guard, store):
         approvals.enforce(gate, "s")
 
 
-def test_edited_arguments_are_the_ones_to_run(guard, store):
+def test_edited_arguments_are_the_ones_to_run(guard_with, store):
     """An edit approves the call with the person's arguments."""
     channel = CallbackChannel(lambda r: Answer.edit("bob", {"command": "rm -rf build/tmp"}))
-    gate = Approvals(store, channels=[channel]).gate(guard, "Bash", RM, session="s")
+    gate = guard_with(Approvals(store, channels=[channel])).gate("Bash", RM, session="s")
     assert gate.allowed
     assert gate.args == {"command": "rm -rf build/tmp"}
     assert gate.request.status is ApprovalStatus.EDITED
 
 
-def test_policy_deny_blocks_without_asking(guard, store):
+def test_policy_deny_blocks_without_asking(guard_with, store):
     """A deny rule blocks the call at once."""
     policy = ApprovalPolicy.from_mapping({"rules": [{"command": "rm -rf", "decision": "deny"}]})
-    gate = Approvals(store, policy).gate(guard, "Bash", RM, session="s")
+    gate = guard_with(Approvals(store, policy)).gate("Bash", RM, session="s")
     assert gate.verdict.action is Action.BLOCK
     assert gate.request is None
 
@@ -104,11 +104,11 @@ def test_first_answer_wins_across_channels(store):
     assert second.decided_by == "first"
 
 
-def test_several_channels_run_together(guard, store):
+def test_several_channels_run_together(guard_with, store):
     """With several channels, the one that answers decides while the others stay silent."""
     silent = CallbackChannel(lambda r: None, name="silent")
     yes = CallbackChannel(lambda r: True, name="yes")
-    gate = Approvals(store, channels=[silent, yes]).gate(guard, "Bash", RM, session="s")
+    gate = guard_with(Approvals(store, channels=[silent, yes])).gate("Bash", RM, session="s")
     assert gate.allowed
     assert gate.request.decided_by == "yes"
 
@@ -132,7 +132,7 @@ def test_k_of_n_one_deny_denies(store):
     assert approvals.answer(request.id, Answer.deny("carol")).status is ApprovalStatus.DENIED
 
 
-def test_approve_next_n_skips_the_next_asks(guard, store):
+def test_approve_next_n_skips_the_next_asks(guard_with, store):
     """`y -N` approves this call and the next N asks of the session without asking again."""
     asked = []
 
@@ -140,54 +140,54 @@ def test_approve_next_n_skips_the_next_asks(guard, store):
         asked.append(request.id)
         return Answer.approve("alice", approve_next=2)
 
-    approvals = Approvals(store, channels=[CallbackChannel(once)])
-    gates = [approvals.gate(guard, "Bash", {"command": f"make {i}"}, session="s") for i in range(4)]
+    guard = guard_with(Approvals(store, channels=[CallbackChannel(once)]))
+    gates = [guard.gate("Bash", {"command": f"make {i}"}, session="s") for i in range(4)]
     assert all(g.allowed for g in gates)
     assert len(asked) == 2
     assert "approve next" in gates[1].request.decided_by
 
 
-def test_no_channel_can_deliver_denies(guard, store):
+def test_no_channel_can_deliver_denies(guard_with, store):
     """When every channel fails to reach a person the request ends denied."""
 
     def broken(request):
         raise ChannelError("no terminal")
 
-    gate = Approvals(store, channels=[CallbackChannel(broken)]).gate(guard, "Bash", RM, session="s")
+    approvals = Approvals(store, channels=[CallbackChannel(broken)])
+    gate = guard_with(approvals).gate("Bash", RM, session="s")
     assert gate.verdict.action is Action.BLOCK
     assert gate.request.decided_by == "antiloop"
 
 
-def test_stop_request_stops_the_session(guard, store):
+def test_stop_request_stops_the_session(guard, guard_with, store):
     """A stop asked by a person stops the next call and ends the session in the guard."""
     approvals = Approvals(store)
     approvals.stop("s", "alice")
-    gate = approvals.gate(guard, "Read", {"file_path": "a"}, session="s")
+    gate = guard_with(approvals).gate("Read", {"file_path": "a"}, session="s")
     assert gate.verdict.action is Action.STOP
     assert gate.verdict.reason == "Stopped by alice."
     later = guard.record(Step(tool="Read", args={"file_path": "b"}, session="s", output="x"))
     assert later.detector == "terminated"
 
 
-def test_feedback_reaches_the_next_step_as_the_hint(guard, store):
+def test_feedback_reaches_the_next_step_as_the_hint(guard_with, store):
     """Queued feedback arrives once, as the hint of the session's next verdict."""
     approvals = Approvals(store)
     approvals.feedback("s", "try the staging config")
-    first = approvals.check(guard, "Read", {"file_path": "a"}, session="s")
+    guard = guard_with(approvals)
+    first = guard.check("Read", {"file_path": "a"}, session="s")
     assert first.action is Action.NUDGE
     assert first.hint == "A person says: try the staging config"
-    second = approvals.check(guard, "Read", {"file_path": "b"}, session="s")
+    second = guard.check("Read", {"file_path": "b"}, session="s")
     assert second.hint == ""
 
 
-def test_quit_stops_the_run(guard, store):
+def test_quit_stops_the_run(guard_with, store):
     """A `q` answer denies the call and stops the session."""
     channel = CallbackChannel(lambda r: Answer.deny("alice", "stop", stop=True))
-    approvals = Approvals(store, channels=[channel])
-    assert approvals.gate(guard, "Bash", RM, session="s").verdict.action is Action.BLOCK
-    assert (
-        approvals.gate(guard, "Read", {"file_path": "a"}, session="s").verdict.action is Action.STOP
-    )
+    guard = guard_with(Approvals(store, channels=[channel]))
+    assert guard.gate("Bash", RM, session="s").verdict.action is Action.BLOCK
+    assert guard.gate("Read", {"file_path": "a"}, session="s").verdict.action is Action.STOP
 
 
 def _loop(guard):
@@ -201,7 +201,10 @@ def test_escalated_loop_stop_goes_on_when_a_person_approves(guard, store):
     step, verdict = _loop(guard)
     assert verdict.action is Action.STOP
     approvals = Approvals(store, channels=[CallbackChannel(lambda r: Answer.approve("al", "ok"))])
-    after = approvals.escalate(guard, verdict, step)
+    ruling = approvals.escalate(verdict, step)
+    assert ruling.reset == "a person (al) let the run go on"
+    assert guard.ended("s") is not None  # the approvals only rule; the guard applies
+    after = guard.apply(ruling).verdict
     assert after.action is Action.NUDGE
     assert after.fingerprint == verdict.fingerprint
     assert guard.ended("s") is None
@@ -210,18 +213,34 @@ def test_escalated_loop_stop_goes_on_when_a_person_approves(guard, store):
     assert loops[0].fingerprint == verdict.fingerprint
 
 
+def test_a_guard_with_approvals_escalates_its_own_loop_stops(guard_with, store):
+    """Guard(approvals=...).record asks the person itself and applies the answer."""
+    approvals = Approvals(store, channels=[CallbackChannel(lambda r: Answer.approve("al", "ok"))])
+    guard = guard_with(approvals)
+    step, after = _loop(guard)
+    assert (after.action, after.hint) == (Action.NUDGE, "A person says: ok")
+    assert guard.ended("s") is None
+    assert guard.record(step).action is Action.CONTINUE  # the windows started over
+    assert [r.risk for r in approvals.ledger.list_approvals(session="s")] == ["loop"]
+
+
 def test_escalated_loop_stop_stands_when_denied(guard, store):
     """A loop stop stays a stop when the person says no."""
     step, verdict = _loop(guard)
     approvals = Approvals(store, channels=[CallbackChannel(lambda r: False)])
-    assert approvals.escalate(guard, verdict, step).action is Action.STOP
+    ruling = approvals.escalate(verdict, step)
+    assert ruling.reset is None
+    assert guard.apply(ruling).verdict.action is Action.STOP
+    assert guard.ended("s") is not None
 
 
 def test_supervisor_escalation_leaves_the_verdict(guard, store):
     """With escalate_to = supervisor no person is asked."""
     step, verdict = _loop(guard)
     approvals = Approvals(store, ApprovalPolicy(escalate_to="supervisor"))
-    assert approvals.escalate(guard, verdict, step) == verdict
+    ruling = approvals.escalate(verdict, step)
+    assert ruling.verdict == verdict
+    assert (ruling.request, ruling.end, ruling.reset, ruling.limits) == (None, None, None, None)
 
 
 def test_approver_for_guard_enforce(store):

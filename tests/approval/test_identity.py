@@ -93,8 +93,8 @@ def test_the_request_is_redacted_for_store_channels_and_listeners(store_url: str
 
     approvals = Approvals(store, channels=[CallbackChannel(look)])
     approvals.listeners.append(lambda event, request: heard.append(dict(request.args)))
-    guard = Guard(config=GuardConfig(embedder="ngram"), store=store)
-    gate = approvals.gate(guard, "Bash", SECRET_CALL, session="s")
+    guard = Guard(config=GuardConfig(embedder="ngram"), store=store, approvals=approvals)
+    gate = guard.gate("Bash", SECRET_CALL, session="s")
     assert gate.allowed
     assert dict(gate.args) == SECRET_CALL
     expected = {

@@ -11,7 +11,7 @@ from antiloop import Action, Step
 from antiloop.approval import Approvals, Interruptible
 
 
-def test_first_ctrl_c_finishes_the_step_then_stops(guard, store):
+def test_first_ctrl_c_finishes_the_step_then_stops(guard, guard_with, store):
     """The first Ctrl+C lets the step finish; the next call is stopped and the store flushed."""
     flushed = []
     store.flush = lambda: flushed.append(True)
@@ -19,7 +19,7 @@ def test_first_ctrl_c_finishes_the_step_then_stops(guard, store):
     done = []
     with Interruptible(store, session="s", out=io.StringIO()) as run:
         for i in range(5):
-            gate = approvals.gate(guard, "Read", {"file_path": f"f{i}"}, session="s")
+            gate = guard_with(approvals).gate("Read", {"file_path": f"f{i}"}, session="s")
             if not gate.allowed:
                 break
             if i == 1:

@@ -23,9 +23,10 @@ from antiloop import Guard, GuardConfig
 from antiloop.approval import Approvals, TerminalChannel
 guard = Guard(config=GuardConfig(embedder="ngram"))
 approvals = Approvals(guard.store, channels=[TerminalChannel(user="tty-user")])
+guard.approvals = approvals
 out = []
 for i in range(int(sys.argv[2])):
-    gate = approvals.gate(guard, "Bash", {"command": f"make step{i}"}, session="s")
+    gate = guard.gate("Bash", {"command": f"make step{i}"}, session="s")
     request = gate.request
     out.append({
         "action": gate.verdict.action.name,
@@ -132,8 +133,9 @@ from antiloop import Guard, GuardConfig
 from antiloop.approval import Approvals, TerminalChannel
 guard = Guard(config=GuardConfig(embedder="ngram"))
 approvals = Approvals(guard.store, channels=[TerminalChannel(user="tty-user")])
+guard.approvals = approvals
 command = "rm -rf ~/important \r\x1b[2K  command: ls -la \x07\x1b]0;title\x07"
-gate = approvals.gate(guard, "Bash\x1b[31m", {"command": command}, session="s\x1b[2J")
+gate = guard.gate("Bash\x1b[31m", {"command": command}, session="s\x1b[2J")
 print("RESULT", gate.verdict.action.name)
 """
 

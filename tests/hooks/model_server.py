@@ -1,7 +1,8 @@
 """A scripted model on 127.0.0.1 that the real agent CLIs talk to.
 
 Three wire formats, as much of each as the CLIs use: Anthropic Messages (Claude Code, SSE or
-JSON), OpenAI Responses (Codex, SSE) and Gemini ``streamGenerateContent`` (Gemini CLI, SSE; and
+JSON), OpenAI Responses (Codex, SSE; JSON for a request that does not stream, as the Agents SDK's
+``Runner.run`` sends) and Gemini ``streamGenerateContent`` (Gemini CLI, SSE; and
 plain ``generateContent`` for its side requests). The script is a list of moves; the reply to the
 agent's main request is the move whose index is the number of tool results the conversation
 already holds, so a refused call (the CLI still sends a result, the refusal) moves the script on
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Call", "ModelServer", "Say"]
+__all__ = ["Call", "Hosted", "ModelServer", "Say"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,21 @@ class Say:
     text: str
 
 
-Move = Call | Say
+@dataclass(frozen=True)
+class Hosted:
+    """The model ran one of its hosted tools (OpenAI Responses only): ``item`` is the output
+    item, such as ``{"type": "web_search_call", "action": {...}}``; id and status are added.
+    The conversation's next request carries it back, which moves the script on."""
+
+    item: dict[str, Any]
+
+
+Move = Call | Say | Hosted
+
+#: the Responses output items of hosted tools, counted as results of the conversation
+HOSTED_ITEMS = frozenset(
+    {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call"}
+)
 
 
 @dataclass
@@ -151,7 +166,11 @@ class ModelServer:
             else:
                 self._reply_json(h, _anthropic_message(move, results))
         elif self.protocol == "openai":
-            self._reply_sse(h, _openai_events(move, results))
+            events = _openai_events(move, results)
+            if body.get("stream") is False or "stream" not in body:
+                self._reply_json(h, events[-1][1]["response"])  # type: ignore[index]
+            else:
+                self._reply_sse(h, events)
         elif ":countTokens" in path:
             self._reply_json(h, {"totalTokens": 10})
         elif ":streamGenerateContent" in path:
@@ -213,9 +232,9 @@ def _result_items(protocol: str, body: dict[str, Any]) -> Iterator[object]:
                     yield block
     elif protocol == "openai":
         for item in body.get("input") or ():
-            if isinstance(item, dict) and item.get("type") in (
-                "function_call_output",
-                "custom_tool_call_output",
+            if isinstance(item, dict) and (
+                item.get("type") in ("function_call_output", "custom_tool_call_output")
+                or item.get("type") in HOSTED_ITEMS
             ):
                 yield item
     else:
@@ -288,8 +307,10 @@ def _anthropic_events(move: Move, n: int) -> list[tuple[str | None, object]]:
 
 def _openai_events(move: Move, n: int) -> list[tuple[str | None, object]]:
     rid = f"resp_{n:04d}"
-    if isinstance(move, Call):
-        item: dict[str, Any] = {
+    if isinstance(move, Hosted):
+        item: dict[str, Any] = {"id": f"hosted_{n:04d}", "status": "completed", **move.item}
+    elif isinstance(move, Call):
+        item = {
             "type": "function_call",
             "id": f"fc_{n:04d}",
             "call_id": f"call_{n:04d}",
@@ -312,7 +333,17 @@ def _openai_events(move: Move, n: int) -> list[tuple[str | None, object]]:
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 15,
     }
-    base = {"id": rid, "object": "response", "status": "in_progress", "output": []}
+    base = {
+        "id": rid,
+        "object": "response",
+        "created_at": 0,
+        "model": "gpt-scripted",
+        "status": "in_progress",
+        "output": [],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
     done = {**base, "status": "completed", "output": [item], "usage": usage}
     return [
         ("response.created", {"type": "response.created", "response": base}),

@@ -53,11 +53,13 @@ INFO = ModelInfo(
 )
 
 
-def replay(times: int, arguments: str = '{"job": "42"}') -> ReplayChatCompletionClient:
+def replay(
+    times: int, arguments: str = '{"job": "42"}', tool: str = "job_status"
+) -> ReplayChatCompletionClient:
     calls: list[str | CreateResult] = [
         CreateResult(
             finish_reason="function_calls",
-            content=[FunctionCall(id=f"call_{i}", name="job_status", arguments=arguments)],
+            content=[FunctionCall(id=f"call_{i}", name=tool, arguments=arguments)],
             usage=RequestUsage(prompt_tokens=0, completion_tokens=0),
             cached=False,
         )
@@ -222,6 +224,94 @@ def test_refused_approval_keeps_the_team_stopped():
     assert again.stop_reason.startswith("antiloop: A person refused")
 
 
+def deleter(ran: list[str]) -> Callable[[str], str]:
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return f"deleted {path}"
+
+    return delete_file
+
+
+def tool_results(result: Any) -> list[Any]:
+    return [r for m in result.messages if isinstance(m, ToolCallExecutionEvent) for r in m.content]
+
+
+def approval_run(antiloop: AntiloopTermination, ran: list[str], times: int = 1) -> Any:
+    client = replay(times, '{"path": "notes.txt"}', "delete_file")
+    agent = AssistantAgent(
+        "cleaner", model_client=client, tools=antiloop.protect(deleter(ran), agent="cleaner")
+    )
+    team = RoundRobinGroupChat(
+        [agent], termination_condition=antiloop | TextMentionTermination("finished")
+    )
+    return asyncio.run(team.run(task="Clean up notes.txt."))
+
+
+RISKY = {"delete_file"}
+
+
+def test_a_risky_call_waits_for_the_person_and_runs_once_approved():
+    """The tool has not run while the person is asked (asynchronously); approved, it runs."""
+    ran: list[str] = []
+    asked: list[tuple[str, dict[str, Any], list[str]]] = []
+
+    async def ask(tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        asked.append((tool, args, list(ran)))
+        await asyncio.sleep(0)
+        return {"approved": True, "by": "ops"}
+
+    guard = Guard()
+    antiloop = AntiloopTermination(guard, needs_approval=lambda tool, args: tool in RISKY, ask=ask)
+    result = approval_run(antiloop, ran)
+    assert asked == [("delete_file", {"path": "notes.txt"}, [])]
+    assert ran == ["notes.txt"]
+    assert [r.content for r in tool_results(result)] == ["deleted notes.txt"]
+    (record,) = [r for r in guard.store.audit_records(antiloop.session) if r.kind == "approval"]
+    assert (record.tool, record.agent) == ("delete_file", "cleaner")
+    assert record.detail["decided_by"] == "ops"
+    assert record.detail["channel"] == "autogen-tool"
+    assert record.detail["rule"] == "needs_approval"
+
+
+def test_a_refused_call_never_runs_and_the_model_reads_why():
+    """Refused, the tool does not run; its result is the refusal with the person's words."""
+    ran: list[str] = []
+    antiloop = AntiloopTermination(
+        needs_approval=lambda tool, args: tool in RISKY,
+        ask=lambda tool, args: {"approved": False, "comment": "keep the notes"},
+    )
+    result = approval_run(antiloop, ran, times=2)
+    assert ran == []
+    texts = [r.content for r in tool_results(result)]
+    assert len(texts) == 2
+    assert all(
+        t.startswith("antiloop: A person refused this delete_file call: keep") for t in texts
+    )
+    assert result.stop_reason == "Text 'finished' mentioned"  # refusals are no tool runs
+
+
+def test_the_policy_decides_with_the_approval_module_rules():
+    """An antiloop.approval policy: a read is allowed unasked, a deny refuses unasked."""
+    from antiloop.approval import ApprovalPolicy, Rule
+
+    ran: list[str] = []
+    asked: list[str] = []
+    policy = ApprovalPolicy(rules=(Rule("deny", tools=("delete_file",), name="no-deletes"),))
+    antiloop = AntiloopTermination(
+        needs_approval=policy, ask=lambda tool, args: asked.append(tool) or True
+    )
+    result = approval_run(antiloop, ran)
+    assert (ran, asked) == ([], [])
+    (refused,) = tool_results(result)
+    assert "refused by policy" in refused.content
+
+
+def test_approval_needs_a_way_to_ask():
+    with pytest.raises(ValueError, match="needs ask="):
+        AntiloopTermination(needs_approval=lambda tool, args: True)
+
+
 def test_example_script_runs_offline():
     """examples/autogen_team.py prints the stop, the progress run and the approval."""
     proc = subprocess.run(
@@ -236,3 +326,8 @@ def test_example_script_runs_offline():
     assert any("[fingerprint: AGENT::worker::job_status::" in line for line in lines)
     assert "progress: 3 calls, stop reason \"Text 'finished' mentioned\"" in lines
     assert "approval: resumed, stop reason \"Text 'finished' mentioned\"" in lines
+    assert "before the call: asked to approve delete_file {'path': 'notes.txt'}" in lines
+    assert (
+        "before the call: the model read 'antiloop: A person refused this delete_file call: "
+        "keep the n'" in lines
+    )

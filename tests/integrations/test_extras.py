@@ -26,6 +26,7 @@ except ImportError as exc:
         ("pydantic_ai", "pydantic_ai", "pydantic-ai"),
         ("google_adk", "google.adk", "google-adk"),
         ("litellm", "litellm", "litellm"),
+        ("crewai", "crewai", "crewai"),
     ],
 )
 def test_missing_framework_raises_missing_extra_with_the_pip_line(module, package, extra):

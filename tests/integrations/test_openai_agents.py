@@ -16,8 +16,10 @@ need_module("agents", "openai-agents")
 
 from agents import (
     Agent,
+    OpenAIResponsesModel,
     Runner,
     ToolOutputGuardrailTripwireTriggered,
+    WebSearchTool,
     function_tool,
     set_tracing_disabled,
 )
@@ -25,8 +27,10 @@ from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.testing import assistant_message, function_call
 from agents.usage import Usage
+from openai import AsyncOpenAI
+from tests.hooks.model_server import Hosted, ModelServer, Say
 
-from antiloop import Guard
+from antiloop import Guard, LoopDetected
 from antiloop.integrations.openai_agents import AntiloopGuardrails
 
 pytestmark = pytest.mark.integration
@@ -192,6 +196,75 @@ def test_refused_approval_tells_the_model_and_skips_the_tool():
     assert result.final_output == "done"
 
 
+def search(query: str) -> Hosted:
+    return Hosted({"type": "web_search_call", "action": {"type": "search", "query": query}})
+
+
+def research(server: ModelServer, antiloop: AntiloopGuardrails, run: Any) -> Any:
+    """``run(agent)`` with an agent on the real Responses model and the scripted server."""
+
+    async def scenario() -> Any:
+        client = AsyncOpenAI(base_url=f"{server.url}/v1", api_key="sk-scripted", max_retries=0)
+        agent = Agent(
+            name="researcher",
+            model=OpenAIResponsesModel("gpt-scripted", client),
+            tools=[WebSearchTool(), *antiloop.protect(status_tool(repeat("pending"), []))],
+        )
+        try:
+            return await run(agent)
+        finally:
+            await client.close()
+
+    return asyncio.run(scenario())
+
+
+def test_a_repeated_hosted_web_search_stops_the_run():
+    """Hosted calls pass no guardrail: the hooks read them from the response and stop the run."""
+    antiloop = AntiloopGuardrails()
+    script = [search("job 42 status")] * 6 + [Say("done")]
+    with ModelServer("openai", script, "job_status") as server:
+        with pytest.raises(LoopDetected) as stop:
+            research(server, antiloop, lambda a: Runner.run(a, "go", hooks=antiloop.hooks))
+        asked = len(server.main_requests)
+    verdict = stop.value.verdict
+    assert verdict.detector == "repeat"
+    assert verdict.fingerprint is not None
+    assert verdict.fingerprint.startswith('AGENT::researcher::search::{"query":"job 42 status"')
+    assert asked == 2  # the model was not asked a third time
+
+
+def test_reject_mode_tells_the_model_before_its_next_turn():
+    """With on_stop=reject, run() puts the hint in the model's next input; the run goes on."""
+    antiloop = AntiloopGuardrails(on_stop="reject")
+    script = [search("job 42 status"), search("job 42 status"), Say("done")]
+    with ModelServer("openai", script, "job_status") as server:
+        result = research(server, antiloop, lambda a: antiloop.run(a, "go", lambda t, g: True))
+        sent = server.main_requests
+    assert result.final_output == "done"
+    assert len(sent) == 3
+    assert "ran twice in a row" not in sent[1].text
+    ended = antiloop.guard.ended()
+    assert ended is not None
+    assert ended.fingerprint is not None
+    (hint,) = [
+        i["content"]
+        for i in sent[2].body["input"]
+        if i.get("role") == "user" and str(i.get("content")).startswith("antiloop:")
+    ]
+    assert "ran twice in a row" in hint
+    assert f"[antiloop fingerprint: {ended.fingerprint}]" in hint
+
+
+def test_hosted_searches_with_new_queries_are_progress():
+    """Three different searches are no loop: the run ends with the model's answer."""
+    antiloop = AntiloopGuardrails()
+    script = [search("job 42"), search("job 42 logs"), search("job 42 owner"), Say("done")]
+    with ModelServer("openai", script, "job_status") as server:
+        result = research(server, antiloop, lambda a: Runner.run(a, "go", hooks=antiloop.hooks))
+    assert result.final_output == "done"
+    assert antiloop.guard.ended() is None
+
+
 def test_example_script_runs_offline():
     """examples/openai_agents_run.py prints the stop, the progress run and the approval."""
     proc = subprocess.run(
@@ -206,3 +279,4 @@ def test_example_script_runs_offline():
     assert any(line.startswith("loop: fingerprint AGENT::worker::job_status::") for line in lines)
     assert "progress: 3 calls, answer 'done'" in lines
     assert "approval: resumed, tool said 'deleted notes.txt', answer 'done'" in lines
+    assert "hosted: web search stopped at model turn 2 by repeat" in lines

@@ -537,8 +537,8 @@ def test_the_approval_flow_through_two_processes_leaves_these_records(backend: A
     clock = FakeClock(500.0)
     asking = Approvals(backend.open(), ApprovalPolicy(required=2), clock=clock, wait=False)
     people = Approvals(backend.open(), clock=clock)
-    guard = Guard(store=backend.open())
-    gate = asking.gate(guard, "Bash", {"command": "deploy --token t0ps3cret"}, session="s")
+    guard = Guard(store=backend.open(), approvals=asking)
+    gate = guard.gate("Bash", {"command": "deploy --token t0ps3cret"}, session="s")
     request = gate.request
     assert request is not None
     assert gate.verdict.action is Action.ASK
@@ -570,14 +570,14 @@ def test_the_approval_flow_through_two_processes_leaves_these_records(backend: A
     assert "t0ps3cret" not in json.dumps(main.to_dict())
     assert asking.wait(request.id).status is ApprovalStatus.APPROVED
 
-    edit = asking.gate(guard, "Bash", {"command": "rm -rf build"}, session="s").request
+    edit = guard.gate("Bash", {"command": "rm -rf build"}, session="s").request
     assert edit is not None
     people.answer(edit.id, Answer.deny("carol", "not now", stop=True))
     people.answer(edit.id, Answer.approve("dave"))  # too late: the first answer stands
     got = asking.ledger.get_approval(edit.id)
     assert (got.status, got.decided_by, got.comment) == (ApprovalStatus.DENIED, "carol", "not now")
     assert asking.ledger.stop_requested("s") == "carol"
-    stopped = asking.gate(guard, "Read", {"file_path": "a.py"}, session="s")
+    stopped = guard.gate("Read", {"file_path": "a.py"}, session="s")
     assert (stopped.verdict.action, stopped.verdict.detector) == (Action.STOP, "person")
     assert backend.open().peek("s").ended == stopped.verdict  # the session ended in the store
     assert asking.ledger.list_approvals(status="pending") == []
@@ -592,8 +592,8 @@ def test_concurrent_answers_to_a_two_approver_request_decide_it_once(backend: An
         Approvals(backend.open(), ApprovalPolicy(required=2), wait=False),
         Approvals(backend.open(), ApprovalPolicy(required=2), wait=False),
     ]
-    guard = Guard(store=backend.open())
-    request = sides[0].gate(guard, "Bash", {"command": "make deploy"}, session="s").request
+    guard = Guard(store=backend.open(), approvals=sides[0])
+    request = guard.gate("Bash", {"command": "make deploy"}, session="s").request
     assert request is not None
     start = threading.Barrier(4)
     answers: dict[str, ApprovalRequest] = {}

@@ -1,8 +1,9 @@
 """People in the loop: approval requests, policy, channels, stops and feedback.
 
 The request is a record in the store; channels (terminal, web, webhook, callback) only deliver
-it and collect the answer. ``Approvals`` ties policy, channels and the store together around
-``Guard.check``.
+it and collect the answer. ``Approvals`` ties policy, channels and the store together beside
+the guard: it never calls the guard, it returns a ``Ruling`` (the verdict, the arguments to run
+with, and what to do to the session) that ``Guard.check`` and ``Guard.record`` apply.
 """
 
 import typing
@@ -10,12 +11,13 @@ import typing
 from antiloop._lazy import lazy_exports as _lazy_exports
 
 if typing.TYPE_CHECKING:
-    from antiloop.approval.approvals import Approvals, Gate, verdict_of
+    from antiloop.approval.approvals import Approvals, verdict_of
     from antiloop.approval.channels import Answer, CallbackChannel, Channel, WebChannel
     from antiloop.approval.interrupt import Interruptible
     from antiloop.approval.ledger import ApprovalStore, MemoryLedger, ledger_of
     from antiloop.approval.policy import ApprovalPolicy, PolicyDecision, Rule, ToolHints, risk_of
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+    from antiloop.approval.ruling import Call, Gate, Ruling
     from antiloop.approval.terminal import TerminalChannel, parse_reply
     from antiloop.approval.webhook import Verifier, WebhookChannel, payload, sign, signed_headers
 
@@ -26,13 +28,15 @@ _WHERE = {
     "ApprovalStatus": "antiloop.approval.request",
     "ApprovalStore": "antiloop.approval.ledger",
     "Approvals": "antiloop.approval.approvals",
+    "Call": "antiloop.approval.ruling",
     "CallbackChannel": "antiloop.approval.channels",
     "Channel": "antiloop.approval.channels",
-    "Gate": "antiloop.approval.approvals",
+    "Gate": "antiloop.approval.ruling",
     "Interruptible": "antiloop.approval.interrupt",
     "MemoryLedger": "antiloop.approval.ledger",
     "PolicyDecision": "antiloop.approval.policy",
     "Rule": "antiloop.approval.policy",
+    "Ruling": "antiloop.approval.ruling",
     "TerminalChannel": "antiloop.approval.terminal",
     "ToolHints": "antiloop.approval.policy",
     "Verifier": "antiloop.approval.webhook",
@@ -55,6 +59,7 @@ __all__ = [
     "ApprovalStatus",
     "ApprovalStore",
     "Approvals",
+    "Call",
     "CallbackChannel",
     "Channel",
     "Gate",
@@ -62,6 +67,7 @@ __all__ = [
     "MemoryLedger",
     "PolicyDecision",
     "Rule",
+    "Ruling",
     "TerminalChannel",
     "ToolHints",
     "Verifier",

@@ -1,13 +1,17 @@
-"""The Approvals coordinator: policy, requests, channels and waiting, around ``Guard.check``.
+"""The Approvals coordinator: policy, requests, channels and waiting, beside the guard.
 
-    approvals = Approvals(guard.store, ApprovalPolicy(), [TerminalChannel()])
-    gate = approvals.gate(guard, "Bash", {"command": "rm -rf build"}, session="s1")
-    if gate.verdict.action >= Action.BLOCK: ...   # tell the model gate.verdict.hint
+    approvals = Approvals(store, ApprovalPolicy(), [TerminalChannel()])
+    guard = Guard(store=store, approvals=approvals)
+    gate = guard.gate("Bash", {"command": "rm -rf build"}, session="s1")
+    if not gate.allowed: ...   # tell the model gate.verdict.hint
     run_tool(gate.args)
 
-Before each call ``gate`` (1) stops the run when a person asked it to stop, (2) asks the guard,
-(3) asks the policy and, for a risky call, a person through the channels, and (4) hands any
-feedback a person queued for the session to the agent as the verdict's ``hint``.
+The approvals never call the guard: the guard hands them its verdict and the call, and they
+return a ``Ruling`` the guard applies. Before each call ``gate`` (1) stops the run when a person
+asked it to stop, (2) keeps the guard's verdict, (3) asks the policy and, for a risky call, a
+person through the channels, and (4) hands any feedback a person queued for the session to the
+agent as the verdict's ``hint``. After a step, ``escalate`` brings an ``ask`` or a loop stop to
+a person. Each has an async twin (``agate``, ``aescalate``) that waits without blocking the loop.
 """
 
 from __future__ import annotations
@@ -17,13 +21,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from antiloop.approval.channels import Answer, Channel
 from antiloop.approval.ledger import ApprovalStore, ledger_of
 from antiloop.approval.policy import ApprovalPolicy
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
+from antiloop.approval.ruling import Call, Gate, Ruling
+from antiloop.approval.spending import settling
+from antiloop.approval.waiting import Flow, Wakeup
 from antiloop.audit import AuditEvent
 from antiloop.errors import ApprovalDenied, ChannelError, Halt
 from antiloop.redact import redact_text, redact_value
@@ -31,7 +38,6 @@ from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
     from antiloop.events import Step
-    from antiloop.guard import Guard
 
 log = logging.getLogger("antiloop")
 
@@ -39,26 +45,6 @@ FINAL = frozenset(
     {ApprovalStatus.APPROVED, ApprovalStatus.DENIED, ApprovalStatus.EDITED, ApprovalStatus.EXPIRED}
 )
 _YES = frozenset({ApprovalStatus.APPROVED, ApprovalStatus.EDITED})
-
-
-@dataclass(frozen=True, slots=True)
-class Gate:
-    """The answer to "may this call run?".
-
-    Attributes:
-        verdict: what the agent is told; ``BLOCK``/``STOP`` mean the call must not run.
-        args: the arguments to run it with (a person may have edited them).
-        request: the approval request, when a person was asked.
-    """
-
-    verdict: Verdict
-    args: Mapping[str, Any]
-    request: ApprovalRequest | None = None
-
-    @property
-    def allowed(self) -> bool:
-        """True when the call may run."""
-        return self.verdict.action < Action.BLOCK
 
 
 class Approvals:
@@ -76,11 +62,10 @@ class Approvals:
             for callers that come back later (the service's ``/v1/check``).
 
     Example:
-        >>> from antiloop import Guard
-        >>> from antiloop.approval import Approvals, CallbackChannel
-        >>> guard = Guard()
-        >>> approvals = Approvals(guard.store, channels=[CallbackChannel(lambda r: False)])
-        >>> approvals.gate(guard, "Bash", {"command": "rm -rf build"}).verdict.outcome
+        >>> from antiloop.approval import Approvals, Call, CallbackChannel
+        >>> from antiloop.stores.memory import MemoryStore
+        >>> approvals = Approvals(MemoryStore(), channels=[CallbackChannel(lambda r: False)])
+        >>> approvals.gate(Call("Bash", {"command": "rm -rf build"})).verdict.outcome
         'denied'
     """
 
@@ -102,7 +87,7 @@ class Approvals:
         self.poll = poll
         self.wait_for_answer = wait
         self._allowance: dict[str, tuple[int, str]] = {}
-        self._changed = threading.Condition()
+        self._wakeup = Wakeup()
         self.listeners: list[Callable[[str, ApprovalRequest], None]] = []
 
     def __repr__(self) -> str:
@@ -110,46 +95,33 @@ class Approvals:
 
     # -- before a call ---------------------------------------------------------------------
 
-    def gate(
-        self,
-        guard: Guard,
-        tool: str,
-        args: Mapping[str, Any] | None = None,
-        *,
-        session: str | None = None,
-        agent: str = "agent",
-        paths: Sequence[str] = (),
-        cwd: str | None = None,
-        verdict: Verdict | None = None,
-    ) -> Gate:
-        """Judge a call before it runs: stop request, guard, policy and person, then feedback.
+    def gate(self, call: Call, verdict: Verdict | None = None) -> Ruling:
+        """Rule on a call before it runs: stop request, the guard's verdict, policy and person.
 
         Args:
-            guard: the guard whose ``check`` judges the call first.
-            tool: the tool name.
-            args: its arguments.
-            session: the session (the guard's bound one by default).
-            agent: the agent name.
-            paths: files the call touches beyond ``args``.
-            cwd: the working directory.
-            verdict: the guard's own verdict, when the caller has it already (``Guard.check``
-                calling in); otherwise ``guard.check`` is asked.
+            call: the call (tool, arguments, session, agent, paths, working directory).
+            verdict: the guard's verdict on it (``Guard.check``); continue by default.
+
+        Returns:
+            The ruling: its verdict (with any queued feedback as the hint), the arguments to
+            run with, the request when a person was asked, and ``end`` when a person stopped
+            the run (the guard ends the session: later steps answer ``terminated``).
         """
-        args = dict(args or {})
-        sid = guard.session_id(session)
-        if verdict is None and getattr(guard, "approvals", None) is not None:
-            # The guard is wired to approvals: its check() runs this gate itself.
-            return Gate(
-                guard.check(tool, args, session=sid, agent=agent, paths=paths, cwd=cwd), args
-            )
-        stopped = self.stopped(guard, sid)
+        return self._wakeup.run(self._gating(call, verdict or Verdict.ok()))
+
+    async def agate(self, call: Call, verdict: Verdict | None = None) -> Ruling:
+        """``gate`` from an event loop: store work in threads, the person awaited."""
+        return await self._wakeup.arun(self._gating(call, verdict or Verdict.ok()))
+
+    def _gating(self, call: Call, verdict: Verdict) -> Flow[Ruling]:
+        session, args = call.session, dict(call.args)
+        stopped = self.stopped(session)
         if stopped is not None:
-            return Gate(stopped, args)
-        if verdict is None:
-            verdict = guard.check(tool, args, session=sid, agent=agent, paths=paths, cwd=cwd)
+            return Ruling(session, stopped, args, end=stopped)
         request = None
         if verdict.action < Action.BLOCK:
-            decision = self.policy.decide(tool, args, paths, cwd)
+            tool = call.tool
+            decision = self.policy.decide(tool, args, call.paths, call.cwd)
             if decision.decision == "deny":
                 verdict = Verdict.block(
                     "approval",
@@ -158,9 +130,9 @@ class Approvals:
                     hint=f"{tool} calls of this kind ({decision.risk}) are not allowed here.",
                 )
             elif decision.decision == "ask":
-                request = self.ask(
-                    session=sid,
-                    agent=agent,
+                request = yield from self._asking(
+                    session=session,
+                    agent=call.agent,
                     tool=tool,
                     args=args,
                     risk=decision.risk,
@@ -170,15 +142,9 @@ class Approvals:
                 verdict = verdict_of(request)
                 if request.status is ApprovalStatus.EDITED and request.edited_args is not None:
                     args = dict(request.edited_args)
-        return Gate(self.with_feedback(sid, verdict), args, request)
+        return Ruling(session, self.with_feedback(session, verdict), args, request)
 
-    def check(
-        self, guard: Guard, tool: str, args: Mapping[str, Any] | None = None, **kw: Any
-    ) -> Verdict:
-        """``gate(...).verdict``: the verdict alone."""
-        return self.gate(guard, tool, args, **kw).verdict
-
-    def enforce(self, gate: Gate, session: str = "default") -> Mapping[str, Any]:
+    def enforce(self, gate: Gate | Ruling, session: str = "default") -> Mapping[str, Any]:
         """Raise ``ApprovalDenied`` (or the verdict's ``Halt``) when the call must not run.
 
         Returns:
@@ -191,27 +157,21 @@ class Approvals:
             raise ApprovalDenied(verdict, session)
         raise Halt(verdict, session)
 
-    def stopped(self, guard: Guard | None, session: str) -> Verdict | None:
+    def stopped(self, session: str) -> Verdict | None:
         """The stop verdict when a person asked the session to stop, else None.
 
-        The session is also ended in the guard's store, so later steps answer ``terminated``.
+        The guard ends the session with it (``Guard.end``), so later steps answer
+        ``terminated``; ``gate`` says so in its ruling's ``end``.
         """
         by = self.ledger.stop_requested(session)
         if by is None:
             return None
-        verdict = Verdict.stop(
+        return Verdict.stop(
             "person",
             f"Stopped by {by}.",
             outcome="stopped",
             hint=f"A person ({by}) stopped this run. Stop now and report what you have done.",
         )
-        if guard is not None:
-            state = guard.store.peek(session)
-            if state is None or state.ended is None:
-                with guard.store.transaction(session) as live:
-                    if live.ended is None:
-                        live.ended = verdict
-        return verdict
 
     def with_feedback(self, session: str, verdict: Verdict) -> Verdict:
         """The verdict with any queued feedback for the session as (the start of) its hint."""
@@ -285,6 +245,13 @@ class Approvals:
         A standing ``y -N`` allowance of the session approves it at once. With ``wait=False``
         the pending request is returned after delivery.
         """
+        return self._wakeup.run(self._asking(**fields))
+
+    async def aask(self, **fields: Any) -> ApprovalRequest:
+        """``ask`` from an event loop: delivered in a thread, the answer awaited."""
+        return await self._wakeup.arun(self._asking(**fields))
+
+    def _asking(self, **fields: Any) -> Flow[ApprovalRequest]:
         session = fields["session"]
         allowance = self._allowance.get(session)
         request = self.create(**fields)
@@ -300,7 +267,7 @@ class Approvals:
         if not self.wait_for_answer:
             current = self.ledger.get_approval(request.id)
             return current if current is not None else request
-        return self.wait(request.id)
+        return (yield from self._waiting(request.id))
 
     def deliver(self, request: ApprovalRequest) -> None:
         """Hand the request to every channel, each in its own thread; no channel → denied."""
@@ -423,6 +390,9 @@ class Approvals:
             id: the request.
             timeout: seconds to wait at most (by ``clock``); then the request is expired.
         """
+        return self._wakeup.run(self._waiting(id, timeout))
+
+    def _waiting(self, id: str, timeout: float | None = None) -> Flow[ApprovalRequest]:
         deadline = None if timeout is None else self.clock() + timeout
         while True:
             request = self.ledger.get_approval(id)
@@ -438,8 +408,7 @@ class Approvals:
                 if request.status in FINAL:
                     self._cancel(request)
                     return request
-            with self._changed:
-                self._changed.wait(self.poll)
+            yield self.poll
 
     def expire(self, id: str) -> ApprovalRequest:
         """End a pending request now: ``expired`` past its ``expires_at``, else denied by timeout.
@@ -491,29 +460,43 @@ class Approvals:
                 cancel(request)
 
     def _notify(self, event: str, request: ApprovalRequest) -> None:
-        with self._changed:
-            self._changed.notify_all()
+        self._wakeup.notify()
         for listener in self.listeners:
             listener(event, request)
 
     # -- loops and stops -------------------------------------------------------------------
 
-    def escalate(self, guard: Guard, verdict: Verdict, step: Step) -> Verdict:
+    def escalate(
+        self, verdict: Verdict, step: Step, spend: Mapping[str, Any] | None = None
+    ) -> Ruling:
         """Bring an ``ask`` or a loop ``stop`` to a person, when the policy escalates to humans.
 
-        An approved ``ask`` goes on; a denied one stops. An approved ``stop`` resets the
-        session's windows (the person lets the run go on); otherwise the stop stands.
-        With ``escalate_to = "supervisor"`` the verdict is returned unchanged.
+        An approved ``ask`` goes on; a denied one stops. An approved ``stop`` goes on too, and
+        the ruling's ``reset`` asks the guard to reset the session's windows; otherwise the stop
+        stands. With ``escalate_to = "supervisor"`` the verdict is kept. A budget check-in
+        (``spend``: what the person is shown, ``Budgets.report``) is always a person's call.
         """
-        if verdict.action < Action.ASK or verdict.detector in (None, "goal", "terminated"):
-            return verdict
-        if verdict.detector == "budget":  # a spending check-in: always a person's call
-            from antiloop.budgets import settle
+        return self._wakeup.run(self._escalating(verdict, step, spend))
 
-            return settle(self, guard, verdict, step)
+    async def aescalate(
+        self, verdict: Verdict, step: Step, spend: Mapping[str, Any] | None = None
+    ) -> Ruling:
+        """``escalate`` from an event loop: store work in threads, the person awaited."""
+        return await self._wakeup.arun(self._escalating(verdict, step, spend))
+
+    def _escalating(
+        self, verdict: Verdict, step: Step, spend: Mapping[str, Any] | None
+    ) -> Flow[Ruling]:
+        kept = Ruling(step.session, verdict, step.args)
+        if verdict.action < Action.ASK or verdict.detector in (None, "goal", "terminated"):
+            return kept
+        if verdict.detector == "budget":  # a spending check-in: always a person's call
+            if spend is None:
+                return kept
+            return (yield from settling(self._asking, verdict, step, spend))
         if self.policy.escalate_to != "human":
-            return verdict
-        request = self.ask(
+            return kept
+        request = yield from self._asking(
             session=step.session,
             agent=step.agent,
             tool=step.tool,
@@ -525,10 +508,11 @@ class Approvals:
             rule=f"escalate:{verdict.detector}",
         )
         if request.status in _YES:
+            reset = None
             if verdict.action is Action.STOP:
-                guard.reset(step.session, f"a person ({request.decided_by}) let the run go on")
+                reset = f"a person ({request.decided_by}) let the run go on"
             hint = request.comment or "A person let the run go on; change your approach."
-            return Verdict(
+            going_on = Verdict(
                 Action.NUDGE,
                 verdict.detector,
                 verdict.outcome,
@@ -537,9 +521,11 @@ class Approvals:
                 hint=f"A person says: {hint}" if request.comment else hint,
                 evidence=verdict.evidence,
             )
+            return Ruling(step.session, going_on, step.args, request, reset=reset)
         reason = f"{verdict.reason} Not approved ({request.status}, {request.decided_by})."
         hint = f"A person says: {request.comment}" if request.comment else verdict.hint
-        return replace(verdict, action=Action.STOP, reason=reason, hint=hint)
+        stopped = replace(verdict, action=Action.STOP, reason=reason, hint=hint)
+        return Ruling(step.session, stopped, step.args, request)
 
     def approver(self, session: str = "default") -> Callable[[Verdict], bool]:
         """A ``Guard(approver=...)`` callable: ask a person about an ``ask`` verdict."""

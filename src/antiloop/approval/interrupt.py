@@ -2,14 +2,14 @@
 
     with Interruptible(guard.store, session="s1") as run:
         while not run.stopping:
-            gate = approvals.gate(guard, tool, args, session="s1")   # STOP after a Ctrl+C
+            gate = guard.gate(tool, args, session="s1")   # with approvals: STOP after a Ctrl+C
             if not gate.allowed:
                 break
             guard.record(run_tool(gate.args))
 
 The first Ctrl+C does not raise: it sets ``stopping`` and asks the session to stop in the
-store (so ``Approvals.gate`` answers STOP, the same as ``antiloop stop SESSION``). A second one
-raises ``KeyboardInterrupt`` at once. On leaving, the store's audit log is flushed.
+store (so a guard with approvals answers STOP, the same as ``antiloop stop SESSION``). A second
+one raises ``KeyboardInterrupt`` at once. On leaving, the store's audit log is flushed.
 """
 
 from __future__ import annotations

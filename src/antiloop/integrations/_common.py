@@ -7,13 +7,16 @@ the framework's own mechanism; the answer comes back as a ``Decision``.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from antiloop.audit import AuditEvent
+from antiloop.errors import MissingExtra
 from antiloop.guard import Guard
 from antiloop.verdict import Action, Verdict
 
@@ -213,3 +216,72 @@ def parse_args(raw: object) -> dict[str, Any]:
     if raw is None:
         return {}
     return {"input": raw}
+
+
+@contextmanager
+def framework(extra: str, package: str, module: str) -> Iterator[None]:
+    """Import a framework inside this block; without it, ``MissingExtra`` names the extra.
+
+    Example:
+        >>> with framework("crewai", "crewai", "antiloop.integrations.crewai"):
+        ...     import json
+    """
+    try:
+        yield
+    except ImportError as exc:
+        raise MissingExtra(extra, package, module) from exc
+
+
+#: ``decide(tool, args)`` answers an approval: a bool, a ``Decision`` or a mapping (or an
+#: awaitable of one).
+Decider = Callable[[str, dict[str, Any]], object]
+
+
+def policy_rule(policy: object, tool: str, args: Mapping[str, Any]) -> str:
+    """The name of the policy rule that asks about a call (``needs_approval`` for a callable)."""
+    decide = getattr(policy, "decide", None)
+    if callable(decide):
+        rule = getattr(decide(tool, args), "rule", None)
+        if isinstance(rule, str) and rule:
+            return rule
+    return "needs_approval"
+
+
+async def ask_person(decide: Decider, tool: str, args: dict[str, Any]) -> Decision:
+    """``decide(tool, args)``, awaited when it returns an awaitable, read as a ``Decision``."""
+    answer = decide(tool, args)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    return Decision.parse(answer)
+
+
+class RunningTotals:
+    """Turns a host's running token totals (per run or per model object) into per-step usage.
+
+    Example:
+        >>> totals, run = RunningTotals(), object()
+        >>> totals.since_last(run, 100, 7), totals.since_last(run, 300, 14)
+        ((100, 7), (200, 7))
+        >>> totals.since_last(run, 300, 14)
+        (None, None)
+    """
+
+    def __init__(self, kept: int = 64) -> None:
+        self.kept = kept
+        self._seen: dict[int, tuple[object, int, int]] = {}  # id -> (the object, in, out)
+
+    def since_last(
+        self, owner: object, now_in: object, now_out: object
+    ) -> tuple[int | None, int | None]:
+        """The tokens ``owner``'s totals grew by since the last call; nones for no growth."""
+        if not isinstance(now_in, int) or not isinstance(now_out, int):
+            return None, None
+        seen = self._seen.pop(id(owner), None)
+        was_in, was_out = (seen[1], seen[2]) if seen is not None and seen[0] is owner else (0, 0)
+        self._seen[id(owner)] = (owner, now_in, now_out)  # the object is kept: its id stays its own
+        while len(self._seen) > self.kept:
+            del self._seen[next(iter(self._seen))]
+        spent_in, spent_out = max(0, now_in - was_in), max(0, now_out - was_out)
+        if not spent_in and not spent_out:
+            return None, None
+        return spent_in, spent_out

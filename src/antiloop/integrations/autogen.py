@@ -14,28 +14,42 @@ with AutoGen's own conditions.
 
 An ``ask`` verdict (for example ``GuardConfig(repeat_action="ask")``) also stops the team, with
 ``pending`` set: answer with ``decide(...)``, then ``await team.run()`` resumes the team where it
-stopped (AutoGen's own resume). Written against autogen-agentchat 0.7; install with
-``pip install 'antiloop[autogen]'``.
+stopped (AutoGen's own resume).
+
+Approval before a call: with ``needs_approval`` (see ``ApprovalPolicy``) and ``ask`` (a
+person's answer, sync or async), ``protect(*tools)`` wraps the agent's tools so that a risky
+call waits for the answer before it runs; refused, it never runs and the model reads why::
+
+    antiloop = AntiloopTermination(needs_approval=policy, ask=ask_on_slack)
+    assistant = AssistantAgent("worker", model_client, tools=antiloop.protect(delete_file))
+
+Written against autogen-agentchat 0.7; install with ``pip install 'antiloop[autogen]'``.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from antiloop.errors import MissingExtra
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
+    ApprovalPolicy,
+    Decider,
     Decision,
+    approval_needed,
+    ask_person,
     denied,
+    framework,
+    model_text,
     parse_args,
+    policy_rule,
     record_decision,
     verdict_info,
 )
 from antiloop.verdict import Action, Verdict
 
-try:
+with framework("autogen", "autogen-agentchat", "antiloop.integrations.autogen"):
     from autogen_agentchat.base import TerminatedException, TerminationCondition
     from autogen_agentchat.messages import (
         BaseAgentEvent,
@@ -44,10 +58,11 @@ try:
         ToolCallExecutionEvent,
         ToolCallRequestEvent,
     )
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtra("autogen", "autogen-agentchat", "antiloop.integrations.autogen") from exc
+    from autogen_core import CancellationToken
+    from autogen_core.tools import BaseTool, FunctionTool, ToolSchema
+    from pydantic import BaseModel
 
-__all__ = ["AntiloopTermination", "Decision"]
+__all__ = ["AntiloopTermination", "ApprovedTool", "Decision"]
 
 _KEPT_CALLS = 256
 
@@ -58,6 +73,11 @@ class AntiloopTermination(TerminationCondition):
     Args:
         guard: the guard to use; a fresh in-memory ``Guard()`` by default.
         session: the antiloop session; a new id per condition by default.
+        needs_approval: ``(tool, args) -> bool`` or an ``antiloop.approval`` policy: which
+            calls of the ``protect()``-ed tools wait for a person (``"deny"`` refuses them).
+        ask: ``(tool, args) -> answer`` (or an awaitable of one): the person's answer, a bool,
+            ``"approve"``/``"reject"``, a ``Decision`` or a mapping. Needed with
+            ``needs_approval``.
 
     Attributes:
         verdict: the verdict that stopped the team last, or None.
@@ -70,9 +90,21 @@ class AntiloopTermination(TerminationCondition):
         'OrTerminationCondition'
     """
 
-    def __init__(self, guard: Guard | None = None, *, session: str | None = None) -> None:
+    def __init__(
+        self,
+        guard: Guard | None = None,
+        *,
+        session: str | None = None,
+        needs_approval: ApprovalPolicy | None = None,
+        ask: Decider | None = None,
+    ) -> None:
+        if needs_approval is not None and ask is None:
+            raise ValueError("needs_approval needs ask=, the way to reach a person")
         self.guard = guard if guard is not None else Guard()
         self.session = session or uuid.uuid4().hex
+        self.needs_approval = needs_approval
+        self.ask = ask
+        self._not_run: set[str] = set()  # ids of the calls a person or the policy refused
         self.verdict: Verdict | None = None
         self.pending: Verdict | None = None
         self._terminated = False
@@ -112,6 +144,11 @@ class AntiloopTermination(TerminationCondition):
                     del self._usage[next(iter(self._usage))]
             elif isinstance(message, ToolCallExecutionEvent):
                 for result in message.content:
+                    if result.call_id in self._not_run:
+                        self._not_run.discard(result.call_id)  # it never ran: no step
+                        self._calls.pop(result.call_id, None)
+                        self._usage.pop(result.call_id, None)
+                        continue
                     name, args = self._calls.pop(result.call_id, (result.name, {}))
                     tokens_in, tokens_out = self._usage.pop(result.call_id, (None, None))
                     verdict = self.guard.record(
@@ -162,6 +199,53 @@ class AntiloopTermination(TerminationCondition):
         self._refused = refusal
         return decision
 
+    def protect(
+        self, *tools: BaseTool[Any, Any] | Callable[..., Any], agent: str = "agent"
+    ) -> list[BaseTool[Any, Any]]:
+        """The tools, each waiting for ``needs_approval`` (and a person) before it runs.
+
+        Plain functions become ``FunctionTool``s first. ``agent`` names the caller in the
+        approval records (the ``AssistantAgent``'s name).
+        """
+        wrapped: list[BaseTool[Any, Any]] = []
+        for tool in tools:
+            if not isinstance(tool, BaseTool):
+                tool = FunctionTool(tool, description=(tool.__doc__ or tool.__name__).strip())
+            wrapped.append(
+                tool if isinstance(tool, ApprovedTool) else ApprovedTool(tool, self, agent)
+            )
+        return wrapped
+
+    async def approve(
+        self, tool: str, args: Mapping[str, Any], *, agent: str, call_id: str | None
+    ) -> Verdict | None:
+        """None when the call may run; else the refusal (the policy's, or a person's)."""
+        needed = approval_needed(self.needs_approval, tool, args)
+        if needed == "allow":
+            return None
+        refusal: Verdict | None
+        if needed == "deny" or self.ask is None:
+            refusal = denied(tool, Decision(False, "refused by policy", "policy"))
+        else:
+            asked_at = self.guard.clock()
+            decision = await ask_person(self.ask, tool, dict(args))
+            refusal = None if decision.approved else denied(tool, decision)
+            record_decision(
+                self.guard,
+                session=self.session,
+                agent=agent,
+                tool=tool,
+                args=args,
+                decision=decision,
+                verdict=refusal,
+                channel="autogen-tool",
+                rule=policy_rule(self.needs_approval, tool, args),
+                asked_at=asked_at,
+            )
+        if refusal is not None and call_id:
+            self._not_run.add(call_id)
+        return refusal
+
     def _stop(self, verdict: Verdict) -> StopMessage:
         self._terminated = True
         self.verdict = verdict
@@ -176,3 +260,39 @@ class AntiloopTermination(TerminationCondition):
 
 def _metadata(verdict: Verdict) -> dict[str, str]:
     return {k: str(v) for k, v in verdict_info(verdict).items() if v is not None}
+
+
+class ApprovedTool(BaseTool[BaseModel, Any]):
+    """An AutoGen tool that asks ``AntiloopTermination.approve`` before it runs (``protect()``).
+
+    A refused call does not run: its result is the refusal, the text the model reads.
+    """
+
+    def __init__(self, inner: BaseTool[Any, Any], owner: AntiloopTermination, agent: str) -> None:
+        super().__init__(inner.args_type(), inner.return_type(), inner.name, inner.description)
+        self.inner, self.owner, self.agent = inner, owner, agent
+
+    @property
+    def schema(self) -> ToolSchema:
+        """The wrapped tool's schema, as the model sees it."""
+        return self.inner.schema
+
+    async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
+        """Run the wrapped tool (``run_json`` asks first)."""
+        return await self.inner.run(args, cancellation_token)
+
+    async def run_json(
+        self,
+        args: Mapping[str, Any],
+        cancellation_token: CancellationToken,
+        call_id: str | None = None,
+    ) -> Any:
+        """Ask first; run the wrapped tool only when the call is allowed or approved."""
+        refusal = await self.owner.approve(self.name, args, agent=self.agent, call_id=call_id)
+        if refusal is not None:
+            return model_text(refusal)
+        return await self.inner.run_json(args, cancellation_token, call_id=call_id)
+
+    def return_value_as_string(self, value: Any) -> str:
+        """The wrapped tool's text for its result."""
+        return value if isinstance(value, str) else self.inner.return_value_as_string(value)

@@ -26,7 +26,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from antiloop.errors import MissingExtra
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -34,6 +33,7 @@ from antiloop.integrations._common import (
     approval_needed,
     as_text,
     denied,
+    framework,
     model_text,
     parse_args,
     record_decision,
@@ -41,7 +41,7 @@ from antiloop.integrations._common import (
 )
 from antiloop.verdict import Action, Verdict
 
-try:
+with framework("google-adk", "google-adk", "antiloop.integrations.google_adk"):
     from google.adk.agents.callback_context import CallbackContext
     from google.adk.events import Event
     from google.adk.models.llm_request import LlmRequest
@@ -49,8 +49,6 @@ try:
     from google.adk.tools.base_tool import BaseTool
     from google.adk.tools.tool_context import ToolContext
     from google.genai import types
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtra("google-adk", "google-adk", "antiloop.integrations.google_adk") from exc
 
 __all__ = ["AntiloopCallbacks", "ApprovalRequest", "Decision"]
 

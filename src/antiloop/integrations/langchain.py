@@ -11,15 +11,23 @@ of the result; a stopped session ends the run (``jump_to: "end"``) before the ne
 Approvals use LangGraph's ``interrupt()``, so ``Command(resume=...)`` continues the run (a
 checkpointer and a ``thread_id`` are needed, as for any interrupt). Written against
 langchain 1.x and langgraph 1.x; install with ``pip install 'antiloop[langchain]'``.
+
+An async agent (``ainvoke``, ``astream``) goes through ``AsyncGuard``: the store's work runs in
+a worker thread and a person's approval (``Guard(approvals=...)``) is awaited, so the event loop
+serves other tasks while a step is judged or a request waits.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from antiloop.async_guard import AsyncGuard
 from antiloop.errors import MissingExtra
+from antiloop.events import Step
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -97,6 +105,7 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
     ) -> None:
         super().__init__()
         self.guard = guard if guard is not None else Guard()
+        self.aguard = AsyncGuard(self.guard)
         self.session = session
         self.agent = agent
         self.needs_approval = needs_approval
@@ -126,12 +135,21 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
-        """The async twin of ``wrap_tool_call``."""
+        """The async twin of ``wrap_tool_call``: the guard's work is awaited, off the loop."""
         call = self._call(request)
-        refused = self._before(call)
+        verdict = await self.aguard.check(
+            call.tool, call.args, session=call.session, agent=self.agent
+        )
+        refused, decided = self._asked(call, verdict)
+        if decided is not None:
+            await asyncio.to_thread(functools.partial(record_decision, self.guard, **decided))
         if refused is not None:
             return refused
-        return self._after(call, await handler(request))
+        result = await handler(request)
+        step = self._step(call, result)
+        if step is None:
+            return result
+        return self._answer(call, result, await self.aguard.record(step))
 
     def _call(self, request: ToolCallRequest) -> _Call:
         tool_call = request.tool_call
@@ -150,55 +168,77 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
 
     def _before(self, call: _Call) -> ToolMessage | None:
         verdict = self.guard.check(call.tool, call.args, session=call.session, agent=self.agent)
+        refused, decided = self._asked(call, verdict)
+        if decided is not None:
+            record_decision(self.guard, **decided)
+        return refused
+
+    def _asked(
+        self, call: _Call, verdict: Verdict
+    ) -> tuple[ToolMessage | None, dict[str, Any] | None]:
+        """The refusal, if any, and the person's decision to log (``record_decision``), if any.
+
+        A call ``needs_approval`` asks about pauses the run here (``interrupt()``).
+        """
         if verdict.action >= Action.BLOCK:
-            return _refusal(call, verdict)
+            return _refusal(call, verdict), None
         need = approval_needed(self.needs_approval, call.tool, call.args)
         if need == "deny":
-            return _refusal(call, denied(call.tool, Decision(False, "refused by policy", "policy")))
-        if need == "ask":
-            answer = interrupt(
-                {
-                    "type": "antiloop_approval",
-                    "tool": call.tool,
-                    "args": call.args,
-                    "tool_call_id": call.call_id,
-                    "session": call.session,
-                    "reason": f"{call.tool} needs a person's approval before it runs.",
-                }
-            )
-            decision = Decision.parse(answer)
-            refusal = None if decision.approved else denied(call.tool, decision)
-            record_decision(
-                self.guard,
-                session=call.session,
-                agent=self.agent,
-                tool=call.tool,
-                args=call.args,
-                decision=decision,
-                channel="langgraph-interrupt",
-                verdict=refusal,
-            )
-            if refusal is not None:
-                return _refusal(call, refusal)
-        return None
+            refused = denied(call.tool, Decision(False, "refused by policy", "policy"))
+            return _refusal(call, refused), None
+        if need != "ask":
+            return None, None
+        answer = interrupt(
+            {
+                "type": "antiloop_approval",
+                "tool": call.tool,
+                "args": call.args,
+                "tool_call_id": call.call_id,
+                "session": call.session,
+                "reason": f"{call.tool} needs a person's approval before it runs.",
+            }
+        )
+        decision = Decision.parse(answer)
+        refusal = None if decision.approved else denied(call.tool, decision)
+        decided: dict[str, Any] = {
+            "session": call.session,
+            "agent": self.agent,
+            "tool": call.tool,
+            "args": call.args,
+            "decision": decision,
+            "channel": "langgraph-interrupt",
+            "verdict": refusal,
+        }
+        return (None if refusal is None else _refusal(call, refusal)), decided
 
     def _after(self, call: _Call, result: ToolMessage | Command[Any]) -> ToolMessage | Command[Any]:
+        step = self._step(call, result)
+        if step is None:
+            return result
+        return self._answer(call, result, self.guard.record(step))
+
+    def _step(self, call: _Call, result: ToolMessage | Command[Any]) -> Step | None:
+        """The step to record for a tool's result; None for a Command (nothing to compare)."""
         if not isinstance(result, ToolMessage):
-            return result  # a Command from the tool: nothing to compare
+            return None
         failed = result.status == "error"
         text = as_text(result.content)
-        verdict = self.guard.record(
-            self.guard.step(
-                call.tool,
-                call.args,
-                session=session_of(self.guard, call.session),
-                agent=self.agent,
-                output=None if failed else text,
-                error=text if failed else None,
-                tokens_in=call.tokens_in,
-                tokens_out=call.tokens_out,
-            )
+        return self.guard.step(
+            call.tool,
+            call.args,
+            session=session_of(self.guard, call.session),
+            agent=self.agent,
+            output=None if failed else text,
+            error=text if failed else None,
+            tokens_in=call.tokens_in,
+            tokens_out=call.tokens_out,
         )
+
+    def _answer(
+        self, call: _Call, result: ToolMessage | Command[Any], verdict: Verdict
+    ) -> ToolMessage | Command[Any]:
+        """What the model reads for a recorded result: a refusal, a nudge, or the result."""
+        assert isinstance(result, ToolMessage)  # noqa: S101 - only results are recorded
         if verdict.action >= Action.BLOCK:
             return _refusal(call, verdict)
         if verdict.action is Action.ASK:
@@ -223,19 +263,33 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
     async def abefore_agent(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """The async twin of ``before_agent``."""
-        return self.before_agent(state, runtime)
+        """The async twin of ``before_agent``: the reset is awaited, off the loop."""
+        if self.reset_on_user_message:
+            messages = state.get("messages") or []
+            if messages and isinstance(messages[-1], HumanMessage):
+                await self.aguard.reset(self._session(runtime), reason="user message")
+                self._asks.pop(self._key(self._session(runtime)), None)
+        return None
 
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """End a stopped run; pause for a person on an ``ask`` verdict."""
         session = self._session(runtime)
-        ended = self.guard.ended(session)
-        if ended is not None and self.end_on_stop:
-            return _end(f"antiloop stopped the run: {ended.reason}{_fp(ended)}")
+        ended = self.guard.ended(session) if self.end_on_stop else None
+        over, decided = self._between(session, ended)
+        if decided is not None:
+            record_decision(self.guard, **decided)
+        return over
+
+    def _between(
+        self, session: str | None, ended: Verdict | None
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """End a stopped run; pause on an ``ask``: the update, and the decision to log."""
+        if ended is not None:
+            return _end(f"antiloop stopped the run: {ended.reason}{_fp(ended)}"), None
         ask = self._asks.get(self._key(session))
         if ask is None:
-            return None
+            return None, None
         answer = interrupt(
             {
                 "type": "antiloop_ask",
@@ -247,27 +301,31 @@ class AntiloopMiddleware(AgentMiddleware[AgentState[Any], Any]):
         )
         decision = Decision.parse(answer)
         self._asks.pop(self._key(session), None)
-        record_decision(
-            self.guard,
-            session=session,
-            agent=self.agent,
-            tool=ask.detector or "ask",
-            args={},
-            decision=decision,
-            channel="langgraph-interrupt",
-            verdict=ask,
-        )
+        decided: dict[str, Any] = {
+            "session": session,
+            "agent": self.agent,
+            "tool": ask.detector or "ask",
+            "args": {},
+            "decision": decision,
+            "channel": "langgraph-interrupt",
+            "verdict": ask,
+        }
         if decision.approved:
-            return None
+            return None, decided
         said = f": {decision.comment}" if decision.comment else "."
-        return _end(f"antiloop: a person stopped the run ({ask.reason}){said}")
+        return _end(f"antiloop: a person stopped the run ({ask.reason}){said}"), decided
 
     @hook_config(can_jump_to=["end"])
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """The async twin of ``before_model``."""
-        return self.before_model(state, runtime)
+        """The async twin of ``before_model``: the store is read off the loop."""
+        session = self._session(runtime)
+        ended = await self.aguard.ended(session) if self.end_on_stop else None
+        over, decided = self._between(session, ended)
+        if decided is not None:
+            await asyncio.to_thread(functools.partial(record_decision, self.guard, **decided))
+        return over
 
     def _session(self, runtime: Runtime[Any]) -> str | None:
         info = getattr(runtime, "execution_info", None)

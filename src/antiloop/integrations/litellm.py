@@ -31,7 +31,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from antiloop.errors import MissingExtra
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -39,16 +38,15 @@ from antiloop.integrations._common import (
     approval_needed,
     as_text,
     denied,
+    framework,
     model_text,
     parse_args,
     verdict_info,
 )
 from antiloop.verdict import Action, Verdict
 
-try:
+with framework("litellm", "litellm", "antiloop.integrations.litellm"):
     from litellm.integrations.custom_guardrail import CustomGuardrail
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtra("litellm", "litellm", "antiloop.integrations.litellm") from exc
 
 __all__ = ["AntiloopGuardrail"]
 

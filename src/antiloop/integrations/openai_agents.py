@@ -12,7 +12,13 @@ Before a function tool runs, the input guardrail refuses a procedure already sto
 the result; at the second identical call with the same result the model gets the hint instead
 of the result, and a session stop trips the guardrail
 (``ToolOutputGuardrailTripwireTriggered``, whose ``output.output_info`` holds the verdict).
-``hooks`` (a ``RunHooks``) records the tools that carry no output guardrail.
+``hooks`` (a ``RunHooks``) records the tools that carry no output guardrail, and the hosted
+tools (web search, file search, code interpreter, image generation, hosted MCP), which run on
+the model's side and pass no guardrail: it reads their calls from each model response
+(``on_llm_end``). A repeated hosted call with the same result stops the session like any other:
+with ``on_stop="raise"`` the run ends with ``LoopDetected``; with ``"reject"`` the model reads
+the hint before its next turn when ``model_input_filter`` is the run's
+``RunConfig.call_model_input_filter`` (``run()`` sets it).
 
 Approvals use the SDK's own ``needs_approval``: the run stops with ``result.interruptions``;
 ``approve()`` (or ``run()``) answers them and the run resumes from ``result.to_state()``.
@@ -21,18 +27,21 @@ Written against openai-agents 0.24; install with ``pip install 'antiloop[openai-
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from antiloop.errors import MissingExtra
+from antiloop.errors import LoopDetected
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
+    Decider,
     Decision,
+    RunningTotals,
     approval_needed,
     as_text,
+    ask_person,
     denied,
+    framework,
     model_text,
     parse_args,
     record_decision,
@@ -41,7 +50,7 @@ from antiloop.integrations._common import (
 )
 from antiloop.verdict import Action, Verdict
 
-try:
+with framework("openai-agents", "openai-agents", "antiloop.integrations.openai_agents"):
     from agents import (
         Agent,
         FunctionTool,
@@ -58,19 +67,24 @@ try:
         ToolOutputGuardrail,
         ToolOutputGuardrailData,
     )
+    from agents.items import ModelResponse
+    from agents.run_config import CallModelData, ModelInputData, RunConfig
     from agents.tool_context import ToolContext
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtra(
-        "openai-agents", "openai-agents", "antiloop.integrations.openai_agents"
-    ) from exc
 
 _RUNS_KEPT = 64  # runs whose usage is followed at once
 
-__all__ = ["AntiloopGuardrails", "AntiloopRunHooks", "Decision"]
+__all__ = ["HOSTED", "AntiloopGuardrails", "AntiloopRunHooks", "Decider", "Decision"]
 
-#: ``decide(tool, args)`` answers a pending approval: a bool, a ``Decision`` or a mapping
-#: (or an awaitable of one).
-Decider = Callable[[str, dict[str, Any]], object]
+#: the hosted tools' output item types, with the tool name antiloop gives each and the fields
+#: that are the call (the rest, less ids and status, is its result)
+HOSTED: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "web_search_call": ("web_search", ("action",)),
+    "file_search_call": ("file_search", ("queries",)),
+    "code_interpreter_call": ("code_interpreter", ("code", "container_id")),
+    "image_generation_call": ("image_generation", ()),
+    "mcp_call": ("mcp", ("server_label", "name", "arguments")),
+}
+_NOT_RESULT = frozenset({"id", "type", "status"})
 
 
 class AntiloopGuardrails:
@@ -119,7 +133,8 @@ class AntiloopGuardrails:
         )
         self.hooks = AntiloopRunHooks(self)
         self._recorded: set[str] = set()
-        self._charged: dict[int, tuple[object, int, int]] = {}  # run usage -> tokens charged
+        self._totals = RunningTotals(_RUNS_KEPT)  # each run's usage -> the tokens charged
+        self._hints: dict[str, list[str]] = {}  # session -> hosted-tool hints not yet read
 
     def __repr__(self) -> str:
         return f"AntiloopGuardrails({self.guard!r}, on_stop={self.on_stop!r})"
@@ -194,30 +209,65 @@ class AntiloopGuardrails:
             )
         )
 
-    def _usage(self, context: ToolContext[Any]) -> tuple[int | None, int | None]:
+    def _usage(self, context: RunContextWrapper[Any]) -> tuple[int | None, int | None]:
         """The run's tokens since the last recorded call (the SDK's ``context.usage`` sums them).
 
         The model turn that made a call is charged to the first call recorded after it; the
         others of that turn carry none.
         """
         usage = getattr(context, "usage", None)
-        now_in, now_out = (
-            getattr(usage, "input_tokens", None),
-            getattr(usage, "output_tokens", None),
+        return self._totals.since_last(
+            usage, getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
         )
-        if not isinstance(now_in, int) or not isinstance(now_out, int):
-            return None, None
-        charged = self._charged
-        seen = charged.get(id(usage))
-        was_in, was_out = (seen[1], seen[2]) if seen is not None and seen[0] is usage else (0, 0)
-        charged.pop(id(usage), None)
-        charged[id(usage)] = (usage, now_in, now_out)  # the object is kept: its id stays its own
-        while len(charged) > _RUNS_KEPT:
-            del charged[next(iter(charged))]
-        spent_in, spent_out = max(0, now_in - was_in), max(0, now_out - was_out)
-        if not spent_in and not spent_out:
-            return None, None
-        return spent_in, spent_out
+
+    # -- hosted tools ----------------------------------------------------------------------
+
+    def record_hosted(
+        self, context: RunContextWrapper[Any], agent: str, response: ModelResponse
+    ) -> list[Verdict]:
+        """Record the hosted tool calls of one model response; their verdicts, in order.
+
+        A stop raises ``LoopDetected`` with ``on_stop="raise"``; with ``"reject"`` its hint
+        waits for ``model_input_filter``.
+        """
+        verdicts = []
+        for item in response.output:
+            call = hosted_call(item)
+            if call is None:
+                continue
+            tool, args, output, error, call_id = call
+            tokens_in, tokens_out = self._usage(context)
+            session = session_of(self.guard, self.session)
+            verdict = self.guard.record(
+                self.guard.step(
+                    tool,
+                    args,
+                    session=session,
+                    agent=agent,
+                    output=output,
+                    error=error,
+                    id=call_id,
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                )
+            )
+            verdicts.append(verdict)
+            if verdict.action >= Action.BLOCK:
+                if verdict.action is Action.STOP and self.on_stop == "raise":
+                    raise LoopDetected(verdict, session)
+                self._hints.setdefault(session, []).append(model_text(verdict))
+        return verdicts
+
+    def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """``RunConfig.call_model_input_filter``: the model reads hosted-tool hints first."""
+        hints = self._hints.pop(session_of(self.guard, self.session), None)
+        model_data = data.model_data
+        if not hints:
+            return model_data
+        said: list[Any] = [{"role": "user", "content": text} for text in hints]
+        return ModelInputData(
+            input=[*model_data.input, *said], instructions=model_data.instructions
+        )
 
     # -- approvals -------------------------------------------------------------------------
 
@@ -234,10 +284,7 @@ class AntiloopGuardrails:
 
     async def _decide(self, state: RunState[Any], item: ToolApprovalItem, decide: Decider) -> None:
         tool, args = item.name or "tool", parse_args(item.arguments)
-        answer = decide(tool, args)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        decision = Decision.parse(answer)
+        decision = await ask_person(decide, tool, args)
         refusal = None if decision.approved else denied(tool, decision)
         record_decision(
             self.guard,
@@ -257,8 +304,11 @@ class AntiloopGuardrails:
     async def run(
         self, agent: Agent[Any], input: str | list[Any], decide: Decider, **kwargs: Any
     ) -> RunResult:
-        """``Runner.run`` with these hooks, answering every approval with ``decide``."""
+        """``Runner.run`` with these hooks and hints, answering every approval with ``decide``."""
         kwargs.setdefault("hooks", self.hooks)
+        config = kwargs.setdefault("run_config", RunConfig())
+        if config.call_model_input_filter is None:
+            config.call_model_input_filter = self.model_input_filter
         result = await Runner.run(agent, input, **kwargs)
         while result.interruptions:
             state = await self.approve(result, decide)
@@ -267,10 +317,10 @@ class AntiloopGuardrails:
 
 
 class AntiloopRunHooks(RunHooks[Any]):
-    """Records each tool's result with the guard (tools without the output guardrail).
+    """Records the tools without the output guardrail, and the hosted tools' calls.
 
-    Tools without a ``ToolContext`` (hosted or shell tools, whose arguments the hooks cannot
-    see) are not recorded.
+    Hosted calls are read from each model response. Local tools without a ``ToolContext``
+    (shell, computer), whose arguments these hooks cannot see, are not recorded.
     """
 
     def __init__(self, owner: AntiloopGuardrails) -> None:
@@ -287,3 +337,55 @@ class AntiloopRunHooks(RunHooks[Any]):
             recorded.discard(context.tool_call_id)
             return
         self.owner._record(context, getattr(agent, "name", "agent"), result)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Any, response: ModelResponse
+    ) -> None:
+        """Record the hosted tool calls the model made (they ran on its side)."""
+        self.owner.record_hosted(context, getattr(agent, "name", "agent"), response)
+
+
+def hosted_call(
+    item: object,
+) -> tuple[str, dict[str, Any], str | None, str | None, str | None] | None:
+    """``(tool, args, output, error, id)`` of a hosted tool call item, else None.
+
+    Example:
+        >>> from openai.types.responses import ResponseFunctionWebSearch
+        >>> item = ResponseFunctionWebSearch.model_validate({"id": "ws_1", "type":
+        ...     "web_search_call", "status": "completed", "action": {"type": "search",
+        ...     "query": "antiloop"}})
+        >>> hosted_call(item)
+        ('web_search', {'type': 'search', 'query': 'antiloop'}, '{}', None, 'ws_1')
+    """
+    kind = getattr(item, "type", None)
+    if (
+        not isinstance(kind, str)
+        or kind not in HOSTED
+        or getattr(item, "status", "completed") not in ("completed", "failed")
+    ):
+        return None
+    dump = getattr(item, "model_dump", None)
+    data: dict[str, Any] = dump(exclude_none=True) if callable(dump) else {}
+    tool, call_fields = HOSTED[kind]
+    args = {k: data[k] for k in call_fields if k in data}
+    result = {k: v for k, v in data.items() if k not in call_fields and k not in _NOT_RESULT}
+    if kind == "web_search_call" and isinstance(args.get("action"), dict):
+        args = dict(args["action"])  # the search itself: its type, query or url
+        if "sources" in args:
+            result["sources"] = args.pop("sources")
+    if kind == "mcp_call":
+        tool = f"mcp:{data.get('server_label', '')}:{data.get('name', '')}"
+        args = parse_args(data.get("arguments"))
+    error = result.pop("error", None)
+    failed = getattr(item, "status", None) == "failed"
+    if failed and error is None:
+        error = f"{tool} failed"
+    call_id = data.get("id")
+    return (
+        tool,
+        args,
+        None if failed else as_text(result),
+        None if error is None else as_text(error),
+        call_id if isinstance(call_id, str) else None,
+    )

@@ -21,19 +21,20 @@ the call, the run ends with ``DeferredToolRequests`` (put it in the agent's ``ou
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from antiloop.errors import MissingExtra
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
+    Decider,
     Decision,
     approval_needed,
     as_text,
+    ask_person,
     denied,
+    framework,
     model_text,
     parse_args,
     record_decision,
@@ -41,7 +42,7 @@ from antiloop.integrations._common import (
 )
 from antiloop.verdict import Action, Verdict
 
-try:
+with framework("pydantic-ai", "pydantic-ai", "antiloop.integrations.pydantic_ai"):
     from pydantic_ai import Agent, RunContext
     from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.exceptions import ApprovalRequired
@@ -54,14 +55,8 @@ try:
         ToolDefinition,
         ToolDenied,
     )
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise MissingExtra("pydantic-ai", "pydantic-ai", "antiloop.integrations.pydantic_ai") from exc
 
 __all__ = ["AntiloopCapability", "Decision"]
-
-#: ``decide(tool, args)`` answers a pending approval: a bool, a ``Decision`` or a mapping
-#: (or an awaitable of one).
-Decider = Callable[[str, dict[str, Any]], object]
 
 
 @dataclass(init=False)
@@ -204,10 +199,7 @@ class AntiloopCapability(AbstractCapability[Any]):
         answers: dict[str, bool | ToolApproved | ToolDenied] = {}
         for call in requests.approvals:
             tool, args = call.tool_name, parse_args(call.args_as_dict())
-            answer = decide(tool, args)
-            if inspect.isawaitable(answer):
-                answer = await answer
-            decision = Decision.parse(answer)
+            decision = await ask_person(decide, tool, args)
             refusal = None if decision.approved else denied(tool, decision)
             record_decision(
                 self.guard,

@@ -6,453 +6,48 @@ webhook channel's answers). The dashboard page at ``/`` holds no data: its scrip
 with the token, which it keeps in the tab's session storage. With no cookies there is no ambient
 credential for another site to ride on (CSRF), and POSTs with a foreign ``Origin`` are refused.
 
-The service is stateless over the store: several replicas can share one store. Live events go
-to the dashboards connected to this replica. Store calls run off the event loop with a deadline,
-and request bodies and heads are bounded (``antiloop.server.limits``).
+The arrows point one way: ``app`` builds the application from the routes (``routes``,
+``views``, ``routing``), which read the ``Service`` (``antiloop.server.service``); the service
+knows no route.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
-import json
-import logging
-import os
-import threading
-import time
-from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import asdict, is_dataclass
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.requests import Request
 
-from antiloop.approval import (
-    ApprovalPolicy,
-    ApprovalRequest,
-    Approvals,
-    ApprovalStatus,
-    Channel,
-    Verifier,
-)
-from antiloop.budgets import Budgets
-from antiloop.config import GuardConfig
-from antiloop.errors import BadStep, StoreError
-from antiloop.events import Step, step_from_dict
-from antiloop.guard import Guard
-from antiloop.redact import redact_text, redact_value
-from antiloop.server.limits import Limits, StoreCalls
 from antiloop.server.routes import api_routes, open_routes, signed_routes
-from antiloop.server.routing import BadRequest, documented, install_errors
+from antiloop.server.routing import documented, install_errors
+from antiloop.server.service import (
+    DEFAULT_IDENTITY,
+    RECENT,
+    RECENT_SESSIONS,
+    EventHub,
+    RecentVerdicts,
+    Service,
+    parse_tokens,
+)
 from antiloop.server.views import view_routes
-from antiloop.stores import Store
-from antiloop.verdict import Action, Verdict, invalid_wire
 
-log = logging.getLogger("antiloop")
-
-DEFAULT_IDENTITY = "dashboard"
-"""The identity of the service token's holder."""
-RECENT = 50
-RECENT_SESSIONS = 1000  # sessions whose recent verdicts are kept; the least recent go first
-
-
-class RecentVerdicts:
-    """The last ``per_session`` verdict events of the ``sessions`` most recently active sessions.
-
-    ``recent[sid]`` makes the session the most recent one (creating its deque, and forgetting
-    the least recent session past the bound); ``recent.get(sid)`` only reads. Thread-safe.
-    """
-
-    def __init__(self, sessions: int = RECENT_SESSIONS, per_session: int = RECENT) -> None:
-        self.sessions = sessions
-        self.per_session = per_session
-        self._items: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __getitem__(self, session: str) -> deque[dict[str, Any]]:
-        with self._lock:
-            items = self._items
-            found = items.get(session)
-            if found is None:
-                found = items[session] = deque(maxlen=self.per_session)
-                while len(items) > self.sessions:
-                    items.popitem(last=False)
-            else:
-                items.move_to_end(session)
-            return found
-
-    def get(
-        self, session: str, default: deque[dict[str, Any]] | tuple[()] | None = None
-    ) -> deque[dict[str, Any]] | tuple[()] | None:
-        """The session's recent events, or ``default``."""
-        with self._lock:
-            return self._items.get(session, default)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
-class EventHub:
-    """Fans live events out to the connected dashboards (bounded queues; slow ones lose events)."""
-
-    def __init__(self) -> None:
-        self._queues: set[asyncio.Queue[str]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: int | None = None
-
-    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Remember the event loop that serves the subscribers."""
-        self._loop = loop
-        self._thread = threading.get_ident()
-
-    def subscribe(self) -> asyncio.Queue[str]:
-        """A new subscriber's queue."""
-        queue: asyncio.Queue[str] = asyncio.Queue(maxsize=1000)
-        self._queues.add(queue)
-        return queue
-
-    def unsubscribe(self, queue: asyncio.Queue[str]) -> None:
-        """Forget a subscriber."""
-        self._queues.discard(queue)
-
-    def publish(self, kind: str, data: Mapping[str, Any]) -> None:
-        """Send an event to every subscriber; safe from any thread."""
-        if not self._queues:
-            return
-        clean = redact_value(data)  # every live event, approvals included, leaves redacted
-        text = f"event: {kind}\ndata: {json.dumps(clean, ensure_ascii=False)}\n\n"
-        if self._loop is not None and threading.get_ident() != self._thread:
-            self._loop.call_soon_threadsafe(self._put, text)
-        else:
-            self._put(text)
-
-    def _put(self, text: str) -> None:
-        for queue in list(self._queues):
-            if not queue.full():
-                queue.put_nowait(text)
-
-
-class Service:
-    """What the routes share: the guard, the approvals, the live events and recent verdicts.
-
-    Args:
-        store: the store (or its URL) every replica shares.
-        token: the bearer token every API call must carry (its holder's identity, the voter
-            in k-of-n approvals, is ``dashboard``).
-        tokens: more tokens, by the identity of their holder (``{"alice": "t0k3n"}``): each
-            holder answers approvals as that identity, and counts once in k-of-n.
-        config: the guard's settings.
-        policy: the approval policy for ``/v1/check``.
-        channels: channels to deliver approval requests on (the dashboard always lists them).
-        webhook_secret: the HMAC secret answers on ``/v1/approvals/{id}/answer`` are signed with.
-        clock: seconds since the epoch.
-        limits: body, header and store limits (``antiloop.server.limits.Limits``).
-    """
-
-    def __init__(
-        self,
-        store: Store | str,
-        token: str,
-        *,
-        config: GuardConfig | None = None,
-        policy: ApprovalPolicy | None = None,
-        channels: list[Channel] | None = None,
-        webhook_secret: str | None = None,
-        clock: Callable[[], float] = time.time,
-        tokens: Mapping[str, str] | None = None,
-        limits: Limits | None = None,
-        budgets: Budgets | None = None,
-    ) -> None:
-        if not token:
-            raise ValueError("the service needs a token")
-        self.token = token
-        self._token = f"Bearer {token}".encode()
-        self._identities = [(f"Bearer {t}".encode(), name) for name, t in (tokens or {}).items()]
-        if any(not name.strip() or len(t) < 8 for name, t in (tokens or {}).items()):
-            raise ValueError("each named token needs a name and at least 8 characters")
-        self.guard = Guard(
-            config=config or GuardConfig(embedder="ngram"), store=store, budgets=budgets
-        )
-        self.store = self.guard.store
-        self.approvals = Approvals(self.store, policy, channels or [], clock=clock, wait=False)
-        self.ledger = self.approvals.ledger
-        self.hub = EventHub()
-        self.approvals.listeners.append(self._approval_event)
-        self.verifier = Verifier(webhook_secret, clock=clock) if webhook_secret else None
-        self.clock = clock
-        self._hooks: dict[str, Any] = {}
-        self._hook_lock = threading.Lock()
-        self.recent = RecentVerdicts()
-        self.limits = limits or Limits()
-        self.call = StoreCalls(self.limits)
-
-    def hook(self, dialect: str, body: bytes) -> dict[str, Any]:
-        """Answer one Claude Code (or Gemini, Codex) hook delivered over HTTP.
-
-        The same normaliser, handler and answers as ``antiloop hook``, on this service's store;
-        one handler per agent dialect is kept, so nothing is imported or opened per call. A
-        store that fails gets the hook's own answer for that (``ANTILOOP_FAIL``: open warns,
-        closed refuses the call).
-        """
-        from antiloop.hooks.handler import StoreFailed
-        from antiloop.hooks.render import render
-
-        event = self._hook_event(dialect, body)
-        if event is None:
-            return {}
-        try:
-            outcome = self._hook_handler(dialect).handle(event)
-        except (StoreError, StoreFailed) as exc:
-            return self.hook_failed(dialect, body, str(exc))
-        return render(event, outcome) or {}
-
-    def _hook_event(self, dialect: str, body: bytes) -> Any:
-        """The normalised hook event, None for one antiloop has no opinion on."""
-        from antiloop.hooks.events import DIALECTS, BadPayload, normalize, parse_payload
-
-        if dialect not in DIALECTS:
-            raise BadRequest(f"unknown agent {dialect!r} (use {', '.join(DIALECTS)})")
-        try:
-            event = normalize(dialect, parse_payload(body))
-        except BadPayload as exc:
-            raise BadRequest(str(exc)) from None
-        return None if event.kind == "other" else event
-
-    def hook_failed(self, dialect: str, body: bytes, problem: str) -> dict[str, Any]:
-        """The hook's answer when the store failed or did not answer (``ANTILOOP_FAIL``)."""
-        from antiloop.hooks.config import fail_mode, load_hook_config
-        from antiloop.hooks.runner import _failed
-
-        event = self._hook_event(dialect, body)
-        if event is None:
-            return {}
-        handler = self._hooks.get(dialect)  # not made here: making one opens the store
-        config = handler.config if handler is not None else load_hook_config(None, os.environ, None)
-        answer = _failed(event, problem, fail_mode(os.environ, config))
-        log.error("antiloop: %s", answer.stderr.strip())
-        found: dict[str, Any] = json.loads(answer.stdout) if answer.stdout.strip() else {}
-        return found
-
-    def _hook_handler(self, dialect: str) -> Any:
-        with self._hook_lock:
-            handler = self._hooks.get(dialect)
-            if handler is None:
-                from antiloop.hooks.config import load_hook_config
-                from antiloop.hooks.handler import HookHandler
-
-                handler = HookHandler(load_hook_config(None, os.environ, None), self.store)
-                self._hooks[dialect] = handler
-        return handler
-
-    def authorized(self, request: Request) -> bool:
-        """True when the request carries a token of the service."""
-        return self.identity(request) is not None
-
-    def identity(self, request: Request) -> str | None:
-        """Who the request's token belongs to (``dashboard`` for the service token), or None."""
-        given = request.headers.get("authorization", "").encode()
-        found = DEFAULT_IDENTITY if hmac.compare_digest(given, self._token) else None
-        for expected, name in self._identities:  # every one compared: no timing tells which
-            if hmac.compare_digest(given, expected) and found is None:
-                found = name
-        return found
-
-    def _approval_event(self, event: str, request: ApprovalRequest) -> None:
-        self.hub.publish("approval", {"event": event, "request": request.to_dict()})
-
-    # -- steps -----------------------------------------------------------------------------
-
-    def judge(
-        self, raw: Any, index: int, seen: dict[str, tuple[str | None, list[str]]]
-    ) -> dict[str, Any]:
-        """The wire verdict for one step event: stop request, guard, feedback."""
-        try:
-            step = step_from_dict(raw)
-        except BadStep as exc:
-            return {**invalid_wire(index, f"step {index}: {exc}"), "hint": ""}
-        sid = step.session
-        found = seen.get(sid)
-        if found is None:
-            both = getattr(self.store, "interventions", None)  # one round trip where it can
-            try:
-                found = (
-                    both(sid)
-                    if both is not None
-                    else (self.ledger.stop_requested(sid), self.ledger.pop_feedback(sid))
-                )
-            except StoreError as exc:  # the guard's own store call below applies on_store_error
-                log.error("antiloop: could not read stop requests and feedback: %s", exc)
-                found = (None, [])
-            seen[sid] = found
-        by, feedback = found
-        if by is not None:
-            verdict = self.approvals.stopped(self.guard, sid)
-            assert verdict is not None  # noqa: S101 - a stop was requested just above
-        else:
-            verdict = self.guard.record(step)
-        if feedback:
-            verdict = _with_feedback(verdict, feedback)
-            seen[sid] = (by, [])
-        wire = verdict.to_wire(index)
-        wire["hint"] = verdict.hint
-        wire["session"] = sid
-        wire["escalate_to"] = verdict.escalate_to
-        wire = redact_value(wire)
-        self._remember(step, wire)
-        return wire  # type: ignore[no-any-return]
-
-    def judge_all(self, batch: list[Any]) -> list[dict[str, Any]]:
-        """The wire verdicts of a batch, judged in order (one intervention read per session).
-
-        A store with ``batch()`` (SQLite) judges the batch in one transaction: one commit.
-        """
-        seen: dict[str, tuple[str | None, list[str]]] = {}
-        together = getattr(self.store, "batch", None)
-        if not callable(together):
-            return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
-        try:
-            with together():
-                return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
-        except StoreError as exc:  # the commit failed: no step of the batch was kept
-            return [self.store_failed(raw, i, exc) for i, raw in enumerate(batch)]
-
-    def store_failed(self, raw: Any, index: int, exc: Exception) -> dict[str, Any]:
-        """The wire verdict ``on_store_error`` gives a step the store did not judge in time."""
-        sid = raw.get("session") if isinstance(raw, dict) else None
-        sid = sid if isinstance(sid, str) else "default"
-        verdict = self.guard._store_failed(StoreError(str(exc)), sid)
-        wire = verdict.to_wire(index)
-        wire["hint"] = verdict.hint
-        wire["session"] = sid
-        wire["escalate_to"] = verdict.escalate_to
-        return wire
-
-    def session_rows(self, limit: int, offset: int) -> tuple[list[dict[str, Any]], int | None]:
-        """One page of sessions, in the store's order, and the next page's offset.
-
-        A store with ``sessions_page(offset, limit)`` (Redis, PostgreSQL) reads only the page.
-        """
-        page = getattr(self.store, "sessions_page", None)
-        if callable(page):
-            ids: list[str] = page(offset, limit + 1)
-            more = len(ids) > limit
-        else:
-            ids = self.store.sessions()[offset:]
-            more = len(ids) > limit
-        rows = []
-        for sid in ids[:limit]:
-            state = self.store.peek(sid)
-            ended = getattr(state, "ended", None)
-            recent = self.recent.get(sid)
-            rows.append(
-                {
-                    "session": sid,
-                    "steps": getattr(state, "steps", 0),
-                    "ended": _jsonable(ended) if ended is not None else None,
-                    "stop_requested": self.ledger.stop_requested(sid),
-                    "last": recent[-1] if recent else None,
-                }
-            )
-        return rows, (offset + limit if more else None)
-
-    def session_detail(self, sid: str) -> dict[str, Any] | None:
-        """One session's state, recent verdicts, audit records and approvals; None if unseen."""
-        state = self.store.peek(sid)
-        audit = getattr(self.store, "audit_records", None)
-        records = _jsonable(list(audit(session=sid))[-200:]) if callable(audit) else None
-        if state is None and not self.recent.get(sid) and not records:
-            return None
-        ended = getattr(state, "ended", None)
-        found = self.ledger.list_approvals(session=sid)
-        return dict(
-            redact_value(
-                {
-                    "session": sid,
-                    "steps": getattr(state, "steps", 0),
-                    "ended": _jsonable(ended) if ended is not None else None,
-                    "stop_requested": self.ledger.stop_requested(sid),
-                    "recent": list(self.recent.get(sid, ()) or ()),
-                    "audit": records,
-                    "approvals": [self.fresh_approval(r).to_dict() for r in found],
-                }
-            )
-        )
-
-    def fresh_approval(self, request: ApprovalRequest) -> ApprovalRequest:
-        """The request, expired first when it is still pending past its ``expires_at``."""
-        expires = request.expires_at
-        if request.status is ApprovalStatus.PENDING and expires and self.clock() >= expires:
-            return self.approvals.expire(request.id)
-        return request
-
-    def _remember(self, step: Step, wire: dict[str, Any]) -> None:
-        event = {
-            **wire,
-            "agent": redact_text(step.agent),
-            "tool": redact_text(step.tool),
-            "at": self.clock(),
-        }
-        self.recent[step.session].append(event)
-        self.hub.publish("verdict", event)
-
-
-def _with_feedback(verdict: Verdict, texts: list[str]) -> Verdict:
-    from dataclasses import replace
-
-    said = " ".join(f"A person says: {t.strip()}" for t in texts if t.strip())
-    if not said:
-        return verdict
-    hint = f"{said} {verdict.hint}".strip()
-    if verdict.action is Action.CONTINUE:
-        return replace(
-            verdict,
-            action=Action.NUDGE,
-            detector=verdict.detector or "feedback",
-            outcome=verdict.outcome or "feedback",
-            reason=verdict.reason or "Feedback from a person.",
-            hint=hint,
-        )
-    return replace(verdict, hint=hint)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Verdict):
-        return value.to_wire(0)
-    if is_dataclass(value) and not isinstance(value, type):
-        to_dict = getattr(value, "to_dict", None)
-        return _jsonable(to_dict() if callable(to_dict) else asdict(value))
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | deque):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
-
-
-def parse_tokens(text: str) -> dict[str, str]:
-    """Named tokens from ``name=token,name=token`` (``ANTILOOP_TOKENS``).
-
-    Example:
-        >>> parse_tokens("alice=t0k3n-alice, bob=t0k3n-bob")
-        {'alice': 't0k3n-alice', 'bob': 't0k3n-bob'}
-    """
-    tokens: dict[str, str] = {}
-    for number, item in enumerate(text.split(","), 1):
-        if not item.strip():
-            continue
-        name, sep, token = item.partition("=")
-        if not sep or not name.strip() or not token.strip():
-            raise ValueError(f"ANTILOOP_TOKENS: item {number} is not name=token")
-        tokens[name.strip()] = token.strip()
-    return tokens
+__all__ = [
+    "DEFAULT_IDENTITY",
+    "RECENT",
+    "RECENT_SESSIONS",
+    "EventHub",
+    "RecentVerdicts",
+    "Service",
+    "create_app",
+    "parse_tokens",
+]
 
 
 def create_app(service: Service) -> FastAPI:
     """The ASGI application for a service; its OpenAPI schema is generated from the routes."""
-    from antiloop import __version__
+    from antiloop._version import __version__
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

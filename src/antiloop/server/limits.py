@@ -37,6 +37,10 @@ class Limits:
     keep_alive: float = 5.0
 
 
+class BadRequest(Exception):
+    """Bad input: answered 400 with this message."""
+
+
 class TooLarge(Exception):
     """The request body is larger than ``max_body``."""
 

@@ -23,10 +23,9 @@ from antiloop.errors import StoreError
 from antiloop.hooks.events import DIALECTS
 from antiloop.redact import redact_text, redact_value
 from antiloop.server import models
-from antiloop.server.limits import StoreTimeout
+from antiloop.server.limits import BadRequest, StoreTimeout
 from antiloop.server.routing import (
     ERRORS,
-    BadRequest,
     OpenRoute,
     SignedRoute,
     api_router,
@@ -35,7 +34,7 @@ from antiloop.server.routing import (
 )
 
 if TYPE_CHECKING:
-    from antiloop.server.app import Service
+    from antiloop.server.service import Service
 
 MAX_BATCH = 1000
 PAGE = 100  # sessions per page of GET /v1/sessions, unless ?limit= says otherwise
@@ -166,8 +165,7 @@ def api_routes(service: Service) -> APIRouter:
         session = call.session or "default"
         try:
             gate = await service.call(
-                service.approvals.gate,
-                service.guard,
+                service.gate,
                 call.tool,
                 args,
                 session=session,

@@ -33,13 +33,20 @@ from starlette.responses import JSONResponse, Response
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.errors import ChannelError, StoreError
 from antiloop.events import MAX_DEPTH, nesting_depth
-from antiloop.server.limits import SlowBody, StoreTimeout, TooLarge, read_body, too_large
+from antiloop.server.limits import (
+    BadRequest,
+    SlowBody,
+    StoreTimeout,
+    TooLarge,
+    read_body,
+    too_large,
+)
 from antiloop.server.models import Error
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from antiloop.server.app import Service
+    from antiloop.server.service import Service
 
 log = logging.getLogger("antiloop")
 
@@ -62,10 +69,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     }.items()
 }
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
-
-
-class BadRequest(Exception):
-    """Bad input: answered 400 with this message."""
 
 
 def api_router() -> APIRouter:

@@ -25,7 +25,7 @@ from antiloop.server.routing import api_router, whole_number
 
 if TYPE_CHECKING:
     from antiloop.approval import ApprovalRequest
-    from antiloop.server.app import Service
+    from antiloop.server.service import Service
 
 TIMELINE_MAX = 200
 """The most audit records (and timeline steps) one session page carries."""

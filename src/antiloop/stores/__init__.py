@@ -26,12 +26,12 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from antiloop.errors import ConfigError
 from antiloop.history import SessionState
+from antiloop.stores.protocol import Store as Store
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
@@ -62,36 +62,6 @@ def default_store_url() -> str:
             home = Path("~" + url[len(prefix) :]).expanduser()
             return "sqlite:///" + str(home).lstrip("/")
     return url
-
-
-@runtime_checkable
-class Store(Protocol):
-    """Keeps each session's state; ``transaction`` makes judging a step atomic."""
-
-    @property
-    def url(self) -> str:
-        """Where the store keeps its data, as a URL (no password)."""
-        ...
-
-    def transaction(self, session: str) -> AbstractContextManager[SessionState]:
-        """Lock one session, yield its state (new if unknown) and save it on a clean exit."""
-        ...
-
-    def peek(self, session: str) -> SessionState | None:
-        """The session's state as last saved, without locking it; None when unknown."""
-        ...
-
-    def forget(self, session: str) -> None:
-        """Drop a session's state."""
-        ...
-
-    def sessions(self) -> list[str]:
-        """The ids of the sessions the store holds."""
-        ...
-
-    def close(self) -> None:
-        """Release connections and files."""
-        ...
 
 
 @runtime_checkable

@@ -47,7 +47,7 @@ from antiloop.history import SessionState
 
 if TYPE_CHECKING:
     from antiloop.audit import AuditEvent
-    from antiloop.stores import Store
+    from antiloop.stores.protocol import Store
 
 __all__ = ["SplitStore"]
 
