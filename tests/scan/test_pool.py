@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import multiprocessing
@@ -114,8 +115,9 @@ def test_spawned_workers_need_a_picklable_embedder(
 ) -> None:
     """Without fork, an embedder that does not pickle scans serially, with the same results."""
     monkeypatch.setattr(pool, "_context", lambda: multiprocessing.get_context("spawn"))
+    build = functools.partial(Scanner, embedder=_Unpicklable())
+    assert pool.scan_files(build, sorted(traces.iterdir()), "auto", 2) is None
     scanner = Scanner(embedder=_Unpicklable(), jobs=2)
-    assert pool.scan_files(scanner, sorted(traces.iterdir()), "auto", 2) is None
     assert list(scanner.scan_paths([traces])) == list(Scanner().scan_paths([traces]))
 
 

@@ -10,6 +10,7 @@
 from antiloop.scan.engine import (
     DEFAULT_EMBEDDER,
     SCAN_DETECTORS,
+    STOPPING,
     Loop,
     RunScan,
     Scanner,
@@ -17,7 +18,7 @@ from antiloop.scan.engine import (
     Unreadable,
     scan_config,
 )
-from antiloop.scan.spend import STOPPING, Usage, Waste
+from antiloop.scan.spend import Usage, Waste
 
 __all__ = [
     "DEFAULT_EMBEDDER",

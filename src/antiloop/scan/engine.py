@@ -25,6 +25,7 @@ cosmetic-rerun, which asks too).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +35,10 @@ from antiloop.config import KNOWN_DETECTORS, GuardConfig
 from antiloop.detectors import FailStreak
 from antiloop.guard import Guard, default_detector
 from antiloop.history import History
-from antiloop.scan.spend import NO_USAGE, Usage, Waste, loop_steps, usage_of, waste_of
+from antiloop.scan.pool import scan_files
+from antiloop.scan.spend import NO_USAGE, Usage, Waste, usage_of
 from antiloop.scan.vectors import ScanVectors
-from antiloop.traces import Run, UnknownFormat, iter_paths, read_runs
+from antiloop.traces import Run, StepCost, UnknownFormat, iter_paths, read_runs
 from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
@@ -47,6 +49,9 @@ SCAN_DETECTORS = ("repeat", "cycle", "fail-streak", "stagnation")
 
 DEFAULT_EMBEDDER = "ngram"
 """The embedder of the stagnation check in a scan: fast, offline, deterministic."""
+
+STOPPING = frozenset({"repeat", "cycle", "stagnation", "max-steps", "hidden-repeat"})
+"""Detectors whose verdict ends a session: the first of them is the run's loop point."""
 
 _COMMAND_LIMIT = 300
 
@@ -314,6 +319,23 @@ def _continues(loop: Loop, firing: _Firing, detector: str) -> bool:
     return not set(loop.evidence).isdisjoint(firing.verdict.evidence)
 
 
+def waste_of(run_steps: int, costs: Sequence[StepCost], loops: Sequence[Loop]) -> Waste:
+    """The waste after the first stopping loop of a run.
+
+    Args:
+        run_steps: the number of steps in the run.
+        costs: per-step usage (``Run.costs``), or empty when the format records none.
+        loops: the run's loops.
+    """
+    points = [loop.step for loop in loops if loop.detector in STOPPING]
+    return Waste.after(min(points) if points else None, run_steps, costs)
+
+
+def loop_steps(loops: Sequence[Loop]) -> set[int]:
+    """The steps inside a run's loops: their evidence (a step budget is no loop)."""
+    return {i for loop in loops if loop.detector != "max-steps" for i in loop.evidence}
+
+
 class Scanner:
     """Scans runs with one config and one embedder (loaded once, shared by every run).
 
@@ -324,8 +346,6 @@ class Scanner:
         jobs: how many processes scan files at once in ``scan_paths`` (1: in this process).
 
     Attributes:
-        given_embedder: the embedder passed in, or None (each worker process then builds
-            ``config.embedder`` for itself).
         vectors: the scan's vectors by text, around ``embedder`` (each distinct message is
             embedded once per process).
 
@@ -345,7 +365,7 @@ class Scanner:
         jobs: int = 1,
     ) -> None:
         self.config = config if config is not None else scan_config()
-        self.given_embedder = embedder
+        self._given_embedder = embedder  # None: each worker builds config.embedder
         self.jobs = max(1, jobs)
         if embedder is None:
             from antiloop.embed import get_embedder
@@ -432,9 +452,10 @@ class Scanner:
         files = list(iter_paths(paths))
         results: Iterator[Iterable[RunScan | Unreadable]] | None = None
         if self.jobs > 1 and len(files) > 1:
-            from antiloop.scan.pool import scan_files
-
-            results = scan_files(self, files, format, self.jobs)
+            build = functools.partial(
+                Scanner, self.config, embedder=self._given_embedder, views=self.views
+            )
+            results = scan_files(build, files, format, self.jobs)
         if results is None:  # in this process, each run given as soon as it is scanned
             results = (self._scan_or_say(path, format) for path in files)
         for done, items in enumerate(results, start=1):

@@ -6,8 +6,10 @@ in the order of the files, whichever worker finished first.
 
 Workers are forked where that is safe (Linux, no other thread in the process, native ones
 included), so they start in a few milliseconds with antiloop already imported and a custom
-embedder already built; elsewhere they are spawned, and the scanner's config and embedder must
-pickle (else the scan runs serially). Ctrl-C is the parent's: it stops the workers.
+embedder already built; elsewhere they are spawned, and what builds the scanner (its config and
+embedder) must pickle (else the scan runs serially). Ctrl-C is the parent's: it stops the
+workers. This module knows scanners only by their ``scan_one`` method: it imports nothing of
+antiloop, and the scan engine imports it.
 """
 
 from __future__ import annotations
@@ -15,21 +17,28 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:  # multiprocessing is imported when a pool starts, not for a small scan
     from multiprocessing.context import BaseContext
 
-    from antiloop.config import GuardConfig
-    from antiloop.embed import Embedder
-    from antiloop.scan.engine import FileScan, Scanner
-
 POOL_MIN_BYTES = 1_000_000
 """Smaller scans run in one process: starting the workers would cost more than it saves."""
 
-_worker: Scanner | None = None
+T = TypeVar("T")
+
+
+class FileScanner(Protocol[T]):
+    """What a worker runs: the scan of one file, whole."""
+
+    def scan_one(self, path: Path, format: str) -> list[T]:
+        """Every result of one file."""
+        ...
+
+
+_worker: FileScanner[Any] | None = None
 _format = "auto"
 
 
@@ -42,36 +51,42 @@ def cores() -> int:
 
 
 def scan_files(
-    scanner: Scanner, files: Sequence[Path], format: str, jobs: int
-) -> Iterator[FileScan] | None:
+    build: Callable[[], FileScanner[T]], files: Sequence[Path], format: str, jobs: int
+) -> Iterator[list[T]] | None:
     """Each file's results, in file order, from ``jobs`` worker processes.
 
-    Returns None when the scan is better run serially: the files are small (under
-    ``POOL_MIN_BYTES`` in all), or a spawned worker would need a config or an embedder that
-    does not pickle.
+    Args:
+        build: makes a worker's scanner (called once in each worker).
+        files: the files (or conversation folders) to scan.
+        format: the trace format, or ``auto``.
+        jobs: how many workers at most.
+
+    Returns:
+        None when the scan is better run serially: the files are small (under
+        ``POOL_MIN_BYTES`` in all), or spawned workers would need a ``build`` that does not
+        pickle.
     """
     if _size(files) < POOL_MIN_BYTES:
         return None
     context = _context()
-    embedder = scanner.given_embedder
-    args = (scanner.config, embedder, scanner.views, format)
     if context.get_start_method() != "fork":
         import pickle
 
         try:
-            pickle.dumps(args)
-        except Exception:
+            pickle.dumps(build)
+        except Exception:  # whatever does not pickle: scan serially
             return None
-    return _results(context, args, files, jobs)
+    return _results(context, build, format, files, jobs)
 
 
 def _results(
     context: BaseContext,
-    args: tuple[GuardConfig, Embedder | None, bool, str],
+    build: Callable[[], FileScanner[T]],
+    format: str,
     files: Sequence[Path],
     jobs: int,
-) -> Iterator[FileScan]:
-    pool = context.Pool(min(jobs, len(files)), initializer=_start, initargs=args)
+) -> Iterator[list[T]]:
+    pool = context.Pool(min(jobs, len(files)), initializer=_start, initargs=(build, format))
     done = False
     try:
         yield from pool.imap(_scan_one, files, chunksize=1)
@@ -115,19 +130,16 @@ def _threads() -> int:
         return threading.active_count() + 1  # unknown: not safe to fork
 
 
-def _start(config: GuardConfig, embedder: Embedder | None, views: bool, format: str) -> None:
+def _start(build: Callable[[], FileScanner[Any]], format: str) -> None:
     global _worker, _format  # one scanner per worker process, built once
     import signal
 
-    from antiloop.scan.engine import Scanner
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it ends the pool
-
-    _worker = Scanner(config, embedder=embedder, views=views)
+    _worker = build()
     _format = format
 
 
-def _scan_one(path: Path) -> FileScan:
+def _scan_one(path: Path) -> list[Any]:
     if _worker is None:
         raise RuntimeError("a scan worker runs the pool's initializer first")
     return _worker.scan_one(path, _format)

@@ -12,11 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from antiloop.scan.engine import Loop
     from antiloop.traces import StepCost
-
-STOPPING = frozenset({"repeat", "cycle", "stagnation", "max-steps", "hidden-repeat"})
-"""Detectors whose verdict ends a session: the first of them is the run's loop point."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,23 +99,21 @@ class Waste(Usage):
 
     from_step: int | None = None
 
+    @classmethod
+    def after(cls, point: int | None, run_steps: int, costs: Sequence[StepCost]) -> Waste:
+        """What the steps after ``point`` spent (nothing when there is no loop point).
+
+        Args:
+            point: the first loop point, or None.
+            run_steps: the number of steps in the run.
+            costs: per-step usage (``Run.costs``), or empty when the format records none.
+        """
+        spent = Usage.of(costs, range(point + 1, run_steps) if point is not None else ())
+        return cls(spent.steps, spent.input_tokens, spent.output_tokens, spent.cost_usd, point)
+
     def to_json(self) -> dict[str, Any]:
         """The waste as the ``--json`` output writes it: ``from_step``, then the usage."""
         return {"from_step": self.from_step, **Usage.to_json(self)}
-
-
-def waste_of(run_steps: int, costs: Sequence[StepCost], loops: Sequence[Loop]) -> Waste:
-    """The waste after the first stopping loop of a run.
-
-    Args:
-        run_steps: the number of steps in the run.
-        costs: per-step usage (``Run.costs``), or empty when the format records none.
-        loops: the run's loops.
-    """
-    points = [loop.step for loop in loops if loop.detector in STOPPING]
-    first = min(points) if points else None
-    after = Usage.of(costs, range(first + 1, run_steps) if first is not None else ())
-    return Waste(after.steps, after.input_tokens, after.output_tokens, after.cost_usd, first)
 
 
 def usage_of(
@@ -127,11 +121,6 @@ def usage_of(
 ) -> Usage:
     """What the given steps of a run (every step by default) spent; see ``Usage.of``."""
     return Usage.of(costs, range(run_steps) if steps is None else steps)
-
-
-def loop_steps(loops: Sequence[Loop]) -> set[int]:
-    """The steps inside a run's loops: their evidence (a step budget is no loop)."""
-    return {i for loop in loops if loop.detector != "max-steps" for i in loop.evidence}
 
 
 def _add(costs: Sequence[StepCost], name: str, picked: Iterable[StepCost]) -> Any:
