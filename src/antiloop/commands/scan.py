@@ -23,7 +23,7 @@ from antiloop._color import Painter
 from antiloop.config import load_config
 from antiloop.printable import printable, printable_json
 from antiloop.scan.engine import DEFAULT_EMBEDDER, RunScan, Scanner, Unreadable, scan_config
-from antiloop.scan.summary import Summary, ranges, run_waste_text, unreadable_name
+from antiloop.scan.summary import Summary, ranges, unreadable_name
 from antiloop.traces import FORMATS
 
 EXIT_OK = 0
@@ -55,6 +55,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--json", action="store_true", help="one JSON object per run, then a summary object"
     )
     parser.add_argument("--html", metavar="REPORT.html", help="also write an offline HTML report")
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=0,
+        metavar="N",
+        help="scan N files at once, in N processes (default: one per core; 1 scans in this "
+        "process); the output is the same",
+    )
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even when loops are found")
     parser.add_argument(
         "--strict",
@@ -87,7 +95,12 @@ def run(ns: argparse.Namespace) -> int:
     if missing:
         print(f"antiloop: no such file or directory: {missing[0]}", file=sys.stderr)
         return EXIT_USAGE
-    scanner = Scanner(config, views=bool(ns.html))
+    jobs = ns.jobs
+    if jobs == 0:
+        from antiloop.scan.pool import cores
+
+        jobs = cores()
+    scanner = Scanner(config, views=bool(ns.html), jobs=jobs)
     progress = Progress(sys.stderr)
     summary = Summary()
     kept: list[RunScan] = []
@@ -147,6 +160,16 @@ def run(ns: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = -1
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of processes (1 or more): {value!r}")
+    return jobs
+
+
 def run_text(result: RunScan, paint: Painter | None = None) -> str:
     """A run with loops, for people: a header line, then one line per loop (coloured on a tty).
 
@@ -159,7 +182,7 @@ def run_text(result: RunScan, paint: Painter | None = None) -> str:
     if waste.from_step is None:
         head = "no stopping loop, no waste"
     else:
-        head = f"first loop point at step {waste.from_step}; waste {run_waste_text(waste)}"
+        head = f"first loop point at step {waste.from_step}; waste {waste.text()}"
     lines = [f"{paint(name, 'bold')} ({result.format}, {result.steps} steps): {head}"]
     for loop in result.loops:
         kind = paint(f"{loop.detector:<11}", _KIND_COLOUR.get(loop.detector, "cyan"))

@@ -16,9 +16,9 @@ from antiloop.scan.engine import (
     Scanner,
     StepView,
     Unreadable,
-    Waste,
     scan_config,
 )
+from antiloop.scan.spend import Usage, Waste
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -29,6 +29,7 @@ __all__ = [
     "Scanner",
     "StepView",
     "Unreadable",
+    "Usage",
     "Waste",
     "scan_config",
 ]

@@ -25,15 +25,19 @@ cosmetic-rerun, which asks too).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from antiloop.config import KNOWN_DETECTORS, GuardConfig
 from antiloop.detectors import FailStreak
 from antiloop.guard import Guard, default_detector
 from antiloop.history import History
+from antiloop.scan.pool import scan_files
+from antiloop.scan.spend import NO_USAGE, Usage, Waste, usage_of
+from antiloop.scan.vectors import ScanVectors
 from antiloop.traces import Run, StepCost, UnknownFormat, iter_paths, read_runs
 from antiloop.verdict import Action, Verdict
 
@@ -50,7 +54,6 @@ STOPPING = frozenset({"repeat", "cycle", "stagnation", "max-steps", "hidden-repe
 """Detectors whose verdict ends a session: the first of them is the run's loop point."""
 
 _COMMAND_LIMIT = 300
-N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,50 +87,6 @@ class Loop:
             "fingerprint": self.fingerprint,
             "evidence": list(self.evidence),
         }
-
-
-@dataclass(frozen=True, slots=True)
-class Waste:
-    """What a run spent after its first loop point.
-
-    Attributes:
-        from_step: the first loop point, or None when no stopping loop was found.
-        steps: the number of steps after the loop point.
-        input_tokens: their prompt tokens, or None when the format records none.
-        output_tokens: their completion tokens, or None when the format records none.
-        cost_usd: their cost in dollars, or None when the format records none.
-    """
-
-    from_step: int | None = None
-    steps: int = 0
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The waste as the ``--json`` output writes it."""
-        return dataclasses.asdict(self)
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """What some steps of a run spent (all of them, or those inside its loops).
-
-    Attributes:
-        steps: how many steps.
-        input_tokens: their prompt tokens, or None when the format records none.
-        output_tokens: their completion tokens, or None when the format records none.
-        cost_usd: their cost in dollars, or None when the format records none.
-    """
-
-    steps: int = 0
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cost_usd: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The usage as the ``--json`` output writes it."""
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +130,8 @@ class RunScan:
     steps: int
     loops: tuple[Loop, ...]
     waste: Waste
-    spend: Usage = Usage()
-    loop_spend: Usage = Usage()
+    spend: Usage = NO_USAGE
+    loop_spend: Usage = NO_USAGE
     cost_recorded: bool = False
     views: tuple[StepView, ...] = ()
     problems: tuple[str, ...] = ()
@@ -259,6 +218,10 @@ def scan_config(
         if d != "goal" and (d != "max-steps" or names_budget) and d in KNOWN_DETECTORS
     )
     return dataclasses.replace(config, detectors=detectors)
+
+
+FileScan = list[RunScan | Unreadable]
+"""What the scan of one file gives: its runs, or why it could not be read."""
 
 
 @dataclass(slots=True)
@@ -365,63 +328,12 @@ def waste_of(run_steps: int, costs: Sequence[StepCost], loops: Sequence[Loop]) -
         loops: the run's loops.
     """
     points = [loop.step for loop in loops if loop.detector in STOPPING]
-    if not points:
-        return _zero_waste(costs)
-    first = min(points)
-    after = costs[first + 1 :] if costs else ()
-    zero = _zero_waste(costs)
-    return Waste(
-        from_step=first,
-        steps=max(run_steps - first - 1, 0),
-        input_tokens=_add(zero.input_tokens, (c.input_tokens for c in after)),
-        output_tokens=_add(zero.output_tokens, (c.output_tokens for c in after)),
-        cost_usd=_add(zero.cost_usd, (c.cost_usd for c in after)),
-    )
-
-
-def usage_of(
-    run_steps: int, costs: Sequence[StepCost], steps: Iterable[int] | None = None
-) -> Usage:
-    """What the given steps of a run (every step by default) spent.
-
-    Args:
-        run_steps: the number of steps in the run.
-        costs: per-step usage (``Run.costs``), or empty when the format records none.
-        steps: the 0-based step indices to count; None for all of them.
-    """
-    chosen = range(run_steps) if steps is None else sorted(set(steps))
-    picked = [costs[i] for i in chosen if i < len(costs)]
-    zero = _zero_waste(costs)
-    return Usage(
-        steps=len(chosen),
-        input_tokens=_add(zero.input_tokens, (c.input_tokens for c in picked)),
-        output_tokens=_add(zero.output_tokens, (c.output_tokens for c in picked)),
-        cost_usd=_add(zero.cost_usd, (c.cost_usd for c in picked)),
-    )
+    return Waste.after(min(points) if points else None, run_steps, costs)
 
 
 def loop_steps(loops: Sequence[Loop]) -> set[int]:
     """The steps inside a run's loops: their evidence (a step budget is no loop)."""
     return {i for loop in loops if loop.detector != "max-steps" for i in loop.evidence}
-
-
-def _zero_waste(costs: Sequence[StepCost]) -> Waste:
-    return Waste(
-        input_tokens=0 if any(c.input_tokens is not None for c in costs) else None,
-        output_tokens=0 if any(c.output_tokens is not None for c in costs) else None,
-        cost_usd=0.0 if any(c.cost_usd is not None for c in costs) else None,
-    )
-
-
-def _add(start: N | None, values: Iterable[N | None]) -> N | None:
-    """``start`` plus the recorded values; None (not recorded) stays None."""
-    if start is None:
-        return None
-    total = start
-    for value in values:
-        if value is not None:
-            total += value
-    return total
 
 
 class Scanner:
@@ -431,6 +343,11 @@ class Scanner:
         config: the scan config; see ``scan_config`` (the default: loop detectors, ngram).
         embedder: the embedder of the stagnation check; by default ``config.embedder``.
         views: keep per-step views for a timeline (the HTML report).
+        jobs: how many processes scan files at once in ``scan_paths`` (1: in this process).
+
+    Attributes:
+        vectors: the scan's vectors by text, around ``embedder`` (each distinct message is
+            embedded once per process).
 
     Example::
 
@@ -445,17 +362,20 @@ class Scanner:
         *,
         embedder: Embedder | None = None,
         views: bool = False,
+        jobs: int = 1,
     ) -> None:
         self.config = config if config is not None else scan_config()
+        self._given_embedder = embedder  # None: each worker builds config.embedder
+        self.jobs = max(1, jobs)
         if embedder is None:
             from antiloop.embed import get_embedder
 
-            # Uncached: each message's vector is kept with the message for as long as the
-            # stagnation window needs it; a cache shared by every run would grow with the corpus.
+            # Not the process-wide cache: the scan keeps its own, bounded, for its own texts.
             embedder = get_embedder(self.config.embedder, cached=False)
         self.embedder: Embedder = embedder
         self.views = views
-        self._parts = default_detector(self.config, self.embedder).detectors
+        self.vectors = ScanVectors(embedder)
+        self._parts = default_detector(self.config, self.vectors).detectors
 
     def scan_run(self, run: Run) -> RunScan:
         """Scan one run: every loop in it, and the waste after its first loop point.
@@ -465,7 +385,7 @@ class Scanner:
         """
         views: list[StepView] | None = [] if self.views else None
         collector = _Collector(self._parts, self.config.failure_streak, views)
-        guard = Guard(collector, config=self.config, embedder=self.embedder, audit=False)
+        guard = Guard(collector, config=self.config, embedder=self.vectors, audit=False)
         steps = run.steps
         if steps and any(s.session != steps[0].session for s in steps):
             steps = tuple(dataclasses.replace(s, session="run") for s in steps)
@@ -500,6 +420,16 @@ class Scanner:
             else:
                 yield Unreadable(run.file, no_steps_reason(run), run.record, run.format)
 
+    def scan_one(self, path: Path, format: str = "auto") -> FileScan:
+        """Every run of one file scanned; a file that cannot be read ends as ``Unreadable``."""
+        return list(self._scan_or_say(path, format))
+
+    def _scan_or_say(self, path: Path, format: str) -> Iterator[RunScan | Unreadable]:
+        try:
+            yield from self.scan_file(path, format)
+        except (UnknownFormat, OSError) as exc:
+            yield Unreadable(str(path), _reason(exc, path))
+
     def scan_paths(
         self,
         paths: Sequence[Path],
@@ -507,6 +437,9 @@ class Scanner:
         progress: Callable[[int, int], None] | None = None,
     ) -> Iterator[RunScan | Unreadable]:
         """Scan files and directories (recursively); what cannot be read is ``Unreadable``.
+
+        With ``jobs`` above 1, files are scanned in that many processes; the results are the
+        same, in the same order (see ``antiloop.scan.pool``).
 
         Args:
             paths: files and directories.
@@ -517,11 +450,16 @@ class Scanner:
             FileNotFoundError: a path does not exist (before anything is scanned).
         """
         files = list(iter_paths(paths))
-        for done, path in enumerate(files, start=1):
-            try:
-                yield from self.scan_file(path, format)
-            except (UnknownFormat, OSError) as exc:
-                yield Unreadable(str(path), _reason(exc, path))
+        results: Iterator[Iterable[RunScan | Unreadable]] | None = None
+        if self.jobs > 1 and len(files) > 1:
+            build = functools.partial(
+                Scanner, self.config, embedder=self._given_embedder, views=self.views
+            )
+            results = scan_files(build, files, format, self.jobs)
+        if results is None:  # in this process, each run given as soon as it is scanned
+            results = (self._scan_or_say(path, format) for path in files)
+        for done, items in enumerate(results, start=1):
+            yield from items
             if progress is not None:
                 progress(done, len(files))
 

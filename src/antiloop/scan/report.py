@@ -18,14 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from antiloop.scan.engine import RunScan
-from antiloop.scan.summary import (
-    Summary,
-    ranges,
-    run_waste_text,
-    unreadable_name,
-    usage_text,
-    waste_text,
-)
+from antiloop.scan.summary import Summary, ranges, unreadable_name
 
 OPERATION_COLOURS = {
     "read": "#4e79a7",
@@ -306,7 +299,7 @@ def _summary_line(summary: Summary) -> str:
     unreadable = f"; {len(summary.unreadable)} unreadable" if summary.unreadable else ""
     return _esc(
         f"{summary.runs} runs, {summary.steps} steps, {summary.files} files{unreadable}. "
-        f"Waste after the first loop point: {waste_text(summary)}."
+        f"Waste after the first loop point: {summary.waste.text()}."
     )
 
 
@@ -316,18 +309,19 @@ def _cards(summary: Summary) -> str:
         ("runs", summary.runs),
         ("runs with loops", f"{summary.runs_with_loops} ({share})"),
         ("loops", summary.loops),
-        ("wasted steps", f"{summary.waste_steps} of {summary.steps}"),
+        ("wasted steps", f"{summary.waste.steps} of {summary.steps}"),
     ]
     if summary.unreadable:
         cards.append(("unreadable", len(summary.unreadable)))
-    if summary.waste_input_tokens is not None or summary.waste_output_tokens is not None:
-        tokens = (summary.waste_input_tokens or 0) + (summary.waste_output_tokens or 0)
+    waste = summary.waste
+    if waste.input_tokens is not None or waste.output_tokens is not None:
+        tokens = (waste.input_tokens or 0) + (waste.output_tokens or 0)
         cards.append(("wasted tokens", f"{tokens:,}"))
-    if summary.waste_cost_usd is not None:
-        cards.append(("wasted cost", f"${summary.waste_cost_usd:,.2f}"))
+    if waste.cost_usd is not None:
+        cards.append(("wasted cost", f"${waste.cost_usd:,.2f}"))
     if summary.spend.input_tokens is not None or summary.spend.cost_usd is not None:
-        cards.append(("spend", usage_text(summary.spend)))
-        cards.append(("spent inside loops", usage_text(summary.loop_spend)))
+        cards.append(("spend", summary.spend.text()))
+        cards.append(("spent inside loops", summary.loop_spend.text()))
     body = "".join(f"<div class='card'><b>{_esc(v)}</b>{_esc(k)}</div>" for k, v in cards)
     return f"<div class='cards' id='cards'>{body}</div>"
 
@@ -540,7 +534,7 @@ def _run_block(result: RunScan, name: str, number: int) -> str:
     )
     info = f"{result.format} · {result.steps} steps"
     if point is not None:
-        info += f" · first loop point: step {point} · waste: {run_waste_text(result.waste)}"
+        info += f" · first loop point: step {point} · waste: {result.waste.text()}"
     loops = "".join(
         f"<li data-fp='{_esc((loop.fingerprint or '').lower())}'>step {loop.step} "
         f"<b>{_esc(loop.detector)}</b> <code>{_esc(loop.fingerprint or '-')}</code> "

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from antiloop.scan.engine import RunScan, Unreadable, Usage, Waste
+from antiloop.scan.engine import RunScan, Unreadable
+from antiloop.scan.spend import Usage
 
 TOP_FINGERPRINTS = 10
 UNREADABLE_LISTED = 10
@@ -33,10 +34,8 @@ class Summary:
     runs_by_format: Counter[str] = field(default_factory=Counter)
     fingerprint_runs: Counter[str] = field(default_factory=Counter)
     fingerprint_kind: dict[str, str] = field(default_factory=dict)
-    waste_steps: int = 0
-    waste_input_tokens: int | None = None
-    waste_output_tokens: int | None = None
-    waste_cost_usd: float | None = None
+    waste: Usage = field(default_factory=Usage)
+    """What the runs spent after their first loop points."""
     spend: Usage = field(default_factory=Usage)
     """What every run spent, where the formats record it."""
     loop_spend: Usage = field(default_factory=Usage)
@@ -64,16 +63,9 @@ class Summary:
             self.fingerprint_runs.update(list(prints))
             for fp, kind in prints.items():
                 self.fingerprint_kind.setdefault(fp, kind)
-        waste = item.waste
-        self.waste_steps += waste.steps
-        if waste.input_tokens is not None:
-            self.waste_input_tokens = (self.waste_input_tokens or 0) + waste.input_tokens
-        if waste.output_tokens is not None:
-            self.waste_output_tokens = (self.waste_output_tokens or 0) + waste.output_tokens
-        if waste.cost_usd is not None:
-            self.waste_cost_usd = (self.waste_cost_usd or 0.0) + waste.cost_usd
-        self.spend = _plus(self.spend, item.spend)
-        self.loop_spend = _plus(self.loop_spend, item.loop_spend)
+        self.waste = self.waste.plus(item.waste)
+        self.spend = self.spend.plus(item.spend)
+        self.loop_spend = self.loop_spend.plus(item.loop_spend)
 
     def top_fingerprints(self, n: int = TOP_FINGERPRINTS) -> list[tuple[str, int]]:
         """The ``n`` fingerprints found in the most runs, with their run counts."""
@@ -95,12 +87,7 @@ class Summary:
                 {"fingerprint": fp, "detector": self.fingerprint_kind[fp], "runs": runs}
                 for fp, runs in self.top_fingerprints()
             ],
-            "waste": {
-                "steps": self.waste_steps,
-                "input_tokens": self.waste_input_tokens,
-                "output_tokens": self.waste_output_tokens,
-                "cost_usd": None if self.waste_cost_usd is None else round(self.waste_cost_usd, 6),
-            },
+            "waste": _rounded(self.waste),
             "spend": _rounded(self.spend),
             "loop_spend": _rounded(self.loop_spend),
         }
@@ -118,11 +105,9 @@ class Summary:
             f"Runs with loops: {self.runs_with_loops}{share}"
             + (f"; by kind: {kinds}" if kinds else "")
         )
-        lines.append(f"Waste after the first loop point: {waste_text(self)}.")
-        if _recorded(self.spend):
-            lines.append(
-                f"Spend: {usage_text(self.spend)}; inside loops: {usage_text(self.loop_spend)}."
-            )
+        lines.append(f"Waste after the first loop point: {self.waste.text()}.")
+        if self.spend.recorded:
+            lines.append(f"Spend: {self.spend.text()}; inside loops: {self.loop_spend.text()}.")
         top = self.top_fingerprints(5)
         if top:
             lines.append("Most common fingerprints (runs):")
@@ -138,18 +123,6 @@ class Summary:
         return "\n".join(lines)
 
 
-def _plus(a: Usage, b: Usage) -> Usage:
-    def add(x: Any, y: Any) -> Any:
-        return y if x is None else x if y is None else x + y
-
-    return Usage(
-        a.steps + b.steps,
-        add(a.input_tokens, b.input_tokens),
-        add(a.output_tokens, b.output_tokens),
-        add(a.cost_usd, b.cost_usd),
-    )
-
-
 def _rounded(usage: Usage) -> dict[str, Any]:
     out = usage.to_json()
     if usage.cost_usd is not None:
@@ -157,44 +130,9 @@ def _rounded(usage: Usage) -> dict[str, Any]:
     return out
 
 
-def _recorded(usage: Usage) -> bool:
-    return any(v is not None for v in (usage.input_tokens, usage.output_tokens, usage.cost_usd))
-
-
-def usage_text(usage: Usage) -> str:
-    """``N steps, N tokens, $N`` for the parts that are recorded."""
-    parts = [f"{usage.steps} steps"]
-    if usage.input_tokens is not None or usage.output_tokens is not None:
-        parts.append(f"{(usage.input_tokens or 0) + (usage.output_tokens or 0):,} tokens")
-    if usage.cost_usd is not None:
-        parts.append(f"${usage.cost_usd:,.2f}")
-    return ", ".join(parts)
-
-
 def unreadable_name(item: Unreadable) -> str:
     """The unreadable input's path, with ``#record`` for a record of a multi-run file."""
     return item.file + (f"#{item.record}" if item.record is not None else "")
-
-
-def waste_text(summary: Summary) -> str:
-    """``N steps, N tokens, $N`` for the parts that are recorded."""
-    parts = [f"{summary.waste_steps} steps"]
-    tokens = (summary.waste_input_tokens or 0) + (summary.waste_output_tokens or 0)
-    if summary.waste_input_tokens is not None or summary.waste_output_tokens is not None:
-        parts.append(f"{tokens:,} tokens")
-    if summary.waste_cost_usd is not None:
-        parts.append(f"${summary.waste_cost_usd:,.2f}")
-    return ", ".join(parts)
-
-
-def run_waste_text(waste: Waste) -> str:
-    """One run's waste: ``N steps, N tokens, $N`` for the parts the format records."""
-    parts = [f"{waste.steps} steps"]
-    if waste.input_tokens is not None or waste.output_tokens is not None:
-        parts.append(f"{(waste.input_tokens or 0) + (waste.output_tokens or 0):,} tokens")
-    if waste.cost_usd is not None:
-        parts.append(f"${waste.cost_usd:,.2f}")
-    return ", ".join(parts)
 
 
 def ranges(indices: Sequence[int]) -> str:
