@@ -29,7 +29,12 @@ from antiloop.canonical import Procedure, canonical_path, procedure_of
 from antiloop.deferred import Deferred, is_fallback
 from antiloop.history import History, MessageRecord, SessionState, StepRecord, StreamState
 from antiloop.history import key_digest as key_digest
-from antiloop.readings import SameResult, same_result, scrub
+from antiloop.readings import (
+    SameResult,
+    _error_line,  # the error line alone, for failure streaks
+    same_result,
+    scrub,
+)
 from antiloop.redact import redact_text
 from antiloop.verdict import Action, Verdict
 
@@ -45,7 +50,6 @@ BudgetFn = Callable[[SessionState, "Step", Verdict | None], Verdict | None]
 READS_ONLY = frozenset({"read", "list", "grep"})
 SEEN_KEPT = 32  # step ids remembered per session: a retry is recognised among the last 32
 STOPPED_KEPT = 64  # stopped procedures remembered per stream
-CONTEXT_KEPT = 120  # the fingerprint shows 80 characters of it
 _OK = Verdict()
 
 
@@ -137,9 +141,15 @@ def decide(history: History, policy: Policy) -> Verdict:
         return _OK
     if verdict.action is Action.CONTINUE:
         return verdict
-    verdict = replace(verdict, reason=redact_text(verdict.reason), hint=redact_text(verdict.hint))
+    escalate = verdict.escalate_to
     if verdict.action >= Action.ASK and verdict.detector != "goal":
-        verdict = replace(verdict, escalate_to=policy.escalate_to)
+        escalate = policy.escalate_to
+    verdict = replace(
+        verdict,
+        reason=redact_text(verdict.reason),
+        hint=redact_text(verdict.hint),
+        escalate_to=escalate,
+    )
     if policy.mode == "shadow":
         return shadowed(verdict, policy.mode)
     if verdict.action >= Action.BLOCK and verdict.detector in ("repeat", "cycle"):
@@ -171,7 +181,8 @@ def observe(state: SessionState, step: Step, policy: Policy) -> History:
     if not allowed(tool, proc, policy.allow):
         record = _add_record(index, tool, proc, step, stream, policy)
     if step.failed:
-        _failed(stream, tool, index, _error_digest(record, step), policy.failure_streak)
+        error = _error_digest(record, step, proc.runs_something)
+        _failed(stream, tool, index, error, policy.failure_streak)
     elif stream.fails:
         stream.fail_tool, stream.fails, stream.fail_steps, stream.fail_errors = "", 0, (), ()
     message = None
@@ -189,10 +200,13 @@ def _add_record(
         proc.operation, proc.runs_something, step.output, step.error, step.exit_code, states
     )
     digest = key_digest(proc.key)
-    record = StepRecord(index, tool, proc.operation, digest, _kept_context(proc.context), result)
+    record = StepRecord(index, tool, proc.operation, digest, proc, result)
     window = stream.window
     depth = min(policy.lookback, len(window))
-    same_as = [same(window[-back], record) for back in range(1, depth + 1)]
+    same_as = [
+        same(old, record) if (old := window[-back]).procedure == digest else None
+        for back in range(1, depth + 1)
+    ]
     record.same_as = tuple(same_as)
     stream.run = stream.run + 1 if same_as and same_as[0] is not None else 1
     window.append(record)
@@ -269,20 +283,27 @@ def _relative_states(step: Step) -> Mapping[str, FileState]:
     return {canonical_path(p, step.cwd) or p: s for p, s in step.file_states.items()}
 
 
-def _kept_context(context: str) -> str:
-    """The context a window keeps: redacted before it is cut, so no secret is left half-cut."""
-    if len(context) <= CONTEXT_KEPT and context.isalnum():
-        return context
-    return redact_text(context)[:CONTEXT_KEPT]
-
-
-def _error_digest(record: StepRecord | None, step: Step) -> str:
+def _error_digest(record: StepRecord | None, step: Step, runs_something: bool) -> str:
     """A short digest of a failing step's scrubbed error line (section 6: failure streaks)."""
     if record is not None:
-        line = record.readings.error_line or ""
+        line = _error_line_of(record, step, runs_something) or ""
     else:
         line = scrub((step.error or "").strip().partition("\n")[0])
     return fingerprint.digest8(line)
+
+
+def _error_line_of(record: StepRecord, step: Step, runs_something: bool) -> str | None:
+    """The readings' error line; read alone when the readings are not made yet.
+
+    It is the scrubbed first error line of the error and, for a step that runs something, of
+    the output, redacted (``antiloop.readings.read_result``).
+    """
+    made = record.made
+    if made is not None:
+        return made.error_line
+    err = step.error or ""
+    line = _error_line((err, step.output or "") if runs_something else (err,))
+    return line and redact_text(line)
 
 
 # -- before a call, and the verdicts that follow others ------------------------------------

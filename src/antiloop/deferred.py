@@ -7,12 +7,13 @@ same procedure compares with it, when a detector reads them, or when a store enc
 (a store that persists the state thus persists the readings it always did, never the text).
 
 All the texts kept, over every session, share ONE global byte budget (``BUDGET``): past it,
-the oldest text is dropped first. A step whose text is gone (dropped for the budget, or left
-behind by its stream: ``release``) still has its exact digest, exit code and file states; its
-readings are then ``fallback`` ones, which only the exact digest can match (``is_fallback``).
-That is sound: the same exact text gives the same readings, so a match found on the digest is
-one that reading the texts would have found; a loop whose texts differ only by volatile values
-is missed instead (never a false stop).
+the oldest text is dropped first, its exact digest made as it goes. A step whose text is gone
+still has that digest, its exit code and file states; its readings are then ``fallback`` ones,
+which only the exact digest can match (``is_fallback``). That is sound: the same exact text
+gives the same readings, so a match found on the digest is one that reading the texts would
+have found; a loop whose texts differ only by volatile values is missed instead (never a false
+stop). A step that its stream's later steps no longer compare with (beyond the longest cycle
+period) lets its text go without a digest (``drop``): nothing in the core reads it again.
 
     >>> text = Deferred("grep", False, "a.py:1: x", None, None, {})
     >>> text.readings().match_count, text.readings() is text.readings()
@@ -92,12 +93,17 @@ class Deferred:
         self.file_states = file_states
         self._readings: Readings | None = None
         self._text: tuple[str | None, str | None] | None = (output, error)
+        self.exact = ""  # made when the text has to go early (``TextBudget``), else not needed
         size = len(output or "") + len(error or "") + _OVERHEAD
         if size > BUDGET.limit // 16:  # too big to keep (it would push out every other): read
-            self.exact = self.readings().exact  # now, a slice at a time, and let it go
+            self.readings()  # now, a slice at a time, and let it go
         else:
-            self.exact = exact_digest(output, error)
             BUDGET.keep(self, size)
+
+    @property
+    def made(self) -> Readings | None:
+        """The readings if they are made already, else None."""
+        return self._readings
 
     @property
     def kept(self) -> bool:
@@ -113,6 +119,7 @@ class Deferred:
                 found = read_result(
                     self.operation, self.runs, text[0], text[1], self.exit_code, self.file_states
                 )
+                self.exact = found.exact
                 self.drop()
             else:
                 files = tuple(sorted([(p, s.sha256, s.mtime) for p, s in self.file_states.items()]))
@@ -121,7 +128,10 @@ class Deferred:
         return found
 
     def drop(self) -> None:
-        """Let the text go (its readings, if made, stay)."""
+        """Let the text go: readings made stay; unmade ones will be ``fallback`` ones.
+
+        Those have no exact digest either: no later step of the stream compares with this one.
+        """
         if self._text is not None:
             self._text = None
             BUDGET.forget(self)
@@ -172,7 +182,8 @@ class TextBudget:
                 del texts[old_ref]
                 self._used -= old_size
                 old = old_ref()
-                if old is not None:
+                if old is not None and old._text is not None:
+                    old.exact = exact_digest(*old._text)  # what a later match can still use
                     old._text = None
 
     def forget(self, text: Deferred) -> None:

@@ -17,6 +17,16 @@ from antiloop.canonical import Procedure
 from antiloop.deferred import Deferred
 from antiloop.events import Step
 from antiloop.readings import Readings, SameResult
+from antiloop.redact import redact_text
+
+CONTEXT_KEPT = 120  # the fingerprint shows 80 characters of it
+
+
+def kept_context(context: str) -> str:
+    """The context a window keeps: redacted before it is cut, so no secret is left half-cut."""
+    if len(context) <= CONTEXT_KEPT and context.isalnum():
+        return context
+    return redact_text(context)[:CONTEXT_KEPT]
 
 
 def key_digest(key: str) -> str:
@@ -37,14 +47,14 @@ class StepRecord:
         tool: the tool name, lower-cased.
         operation: the operation of docs/protocol.md section 3.1.
         procedure: a digest of the canonical procedure key.
-        context: the fingerprint context.
+        context: the fingerprint context, or the procedure it is taken from on first use.
         readings: the result readings, read on first use from the result kept for them
             (``antiloop.deferred``; ``fallback`` readings once that text is gone).
         same_as: ``same_as[p - 1]`` says how this step is the same (procedure and result) as
             the visible step ``p`` places back in its stream, or ``None`` when it is not.
     """
 
-    __slots__ = ("_result", "context", "index", "operation", "procedure", "same_as", "tool")
+    __slots__ = ("_context", "_result", "index", "operation", "procedure", "same_as", "tool")
 
     def __init__(
         self,
@@ -52,7 +62,7 @@ class StepRecord:
         tool: str,
         operation: str,
         procedure: str,
-        context: str,
+        context: str | Procedure,
         readings: Readings | Deferred,
         same_as: tuple[SameResult | None, ...] = (),
     ) -> None:
@@ -60,9 +70,17 @@ class StepRecord:
         self.tool = tool
         self.operation = operation
         self.procedure = procedure
-        self.context = context
+        self._context = context
         self._result = readings
         self.same_as = same_as
+
+    @property
+    def context(self) -> str:
+        """The fingerprint context: redacted, then cut to ``CONTEXT_KEPT`` characters."""
+        context = self._context
+        if isinstance(context, Procedure):
+            context = self._context = kept_context(context.context)
+        return context
 
     @property
     def readings(self) -> Readings:
@@ -73,9 +91,12 @@ class StepRecord:
         return result  # type: ignore[return-value]
 
     @property
-    def exact(self) -> str:
-        """The exact digest of the result (no reading needed)."""
-        return self._result.exact
+    def made(self) -> Readings | None:
+        """The readings if they are made already, else None (nothing is read)."""
+        result = self._result
+        if type(result) is Deferred:
+            return result.made
+        return result  # type: ignore[return-value]
 
     @property
     def read(self) -> bool:
@@ -107,7 +128,7 @@ class StepRecord:
     def __repr__(self) -> str:
         return (
             f"StepRecord({self.index!r}, {self.tool!r}, {self.operation!r}, "
-            f"{self.procedure!r}, {self.context!r}, {self._result!r}, {self.same_as!r})"
+            f"{self.procedure!r}, {self._context!r}, {self._result!r}, {self.same_as!r})"
         )
 
 
