@@ -30,31 +30,13 @@ MUTANTS = ROOT / "mutants" / "src" / "antiloop"
 EQUIVALENT = HERE / "mutation_equivalent.tsv"
 FIGURES = HERE / "results" / "mutation.json"
 
-# guard.py: its decision code only (construction, wrapping and logging are not the core).
-_GUARD = [
-    "Guard\u01c1check",
-    "Guard\u01c1_check",
-    "Guard\u01c1record",
-    "Guard\u01c1_record",
-    "Guard\u01c1_judge",
-    "Guard\u01c1_observe",
-    "Guard\u01c1_record_of",
-    "Guard\u01c1_allowed",
-    "Guard\u01c1_terminated",
-    "Guard\u01c1_shadowed",
-    "Guard\u01c1enforce",
-]
 MODULES: dict[str, list[str]] = {
     "fingerprint": ["antiloop.fingerprint.*"],
     "verdict": ["antiloop.verdict.*"],
     "history": ["antiloop.history.*"],
     "events": ["antiloop.events.*"],
-    "guard": [f"antiloop.guard.x\u01c1{name}__mutmut_*" for name in _GUARD]
-    + [
-        "antiloop.guard.x__relative_states__mutmut_*",
-        "antiloop.guard.x__error_digest__mutmut_*",
-        "antiloop.guard.x_default_detector__mutmut_*",
-    ],
+    "decide": ["antiloop.decide.*"],
+    "deferred": ["antiloop.deferred.*"],
     "detectors": ["antiloop.detectors.*"],
     "readings": ["antiloop.readings.*"],
     "_shell": ["antiloop._shell.*"],

@@ -7,6 +7,7 @@ object, or whose ``session``/``agent`` is not a string raises ``BadStep`` naming
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -239,7 +240,7 @@ def parse_line(line: str | bytes) -> Step:
     else:
         opens = line.count("[") + line.count("{")
     try:
-        event = json.loads(line)
+        event = _loads(line)
     except RecursionError:
         raise BadStep(f"nested too deeply (more than {MAX_DEPTH} levels)") from None
     except ValueError as exc:
@@ -247,6 +248,38 @@ def parse_line(line: str | bytes) -> Step:
     if opens > MAX_DEPTH and nesting_depth(event) > MAX_DEPTH:
         raise BadStep(f"nested too deeply (more than {MAX_DEPTH} levels)")
     return step_from_dict(event)
+
+
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19  # 19 digits in a row: maybe an int past 64 bits, read as a float
+
+
+def _loads(line: str | bytes) -> Any:
+    """``json.loads``, through orjson where it reads the line the same (about 4x faster).
+
+    orjson refuses what the stdlib reads (NaN, lone surrogates, UTF-16, 1e400) and reads a
+    long integer as a float: those lines, and a line it refuses, go to the stdlib, whose
+    errors are the ones reported. orjson (the ``fast`` extra) is imported on the first line:
+    it imports datetime and uuid, which the hook path need not pay for.
+    """
+    fast = _fast_json()
+    if fast is not None:
+        raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
+        if _LONG_NUMBER not in raw.translate(_ZEROS):  # two C loops; a regex costs 30x more
+            try:
+                return fast.loads(raw)
+            except fast.JSONDecodeError:
+                pass
+    return json.loads(line)
+
+
+@functools.cache
+def _fast_json() -> Any:
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - the stdlib reads the same
+        return None
+    return orjson
 
 
 def nesting_depth(value: Any) -> int:

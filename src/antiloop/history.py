@@ -1,7 +1,9 @@
 """What the guard remembers of each stream: compact step records, counters and messages.
 
-Nothing here keeps a whole output: a step is remembered as digests and readings. The windows
-are bounded by the configuration (cycle period, repeat threshold, stagnation window).
+Nothing here keeps a whole output: a step is remembered as digests and readings (a result's
+text waits for its readings in ``antiloop.deferred``, under one global byte budget, never in
+the state). The windows are bounded by the configuration (cycle period, repeat threshold,
+stagnation window).
 """
 
 from __future__ import annotations
@@ -12,8 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from antiloop.canonical import Procedure
+from antiloop.deferred import Deferred
 from antiloop.events import Step
 from antiloop.readings import Readings, SameResult
+from antiloop.redact import redact_text
+
+CONTEXT_KEPT = 120  # the fingerprint shows 80 characters of it
+
+
+def kept_context(context: str) -> str:
+    """The context a window keeps: redacted before it is cut, so no secret is left half-cut."""
+    if len(context) <= CONTEXT_KEPT and context.isalnum():
+        return context
+    return redact_text(context)[:CONTEXT_KEPT]
 
 
 def key_digest(key: str) -> str:
@@ -26,7 +39,6 @@ def key_digest(key: str) -> str:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-@dataclass(slots=True)
 class StepRecord:
     """One step of a stream, as the loop detectors need it.
 
@@ -35,19 +47,89 @@ class StepRecord:
         tool: the tool name, lower-cased.
         operation: the operation of docs/protocol.md section 3.1.
         procedure: a digest of the canonical procedure key.
-        context: the fingerprint context.
-        readings: the result readings.
+        context: the fingerprint context, or the procedure it is taken from on first use.
+        readings: the result readings, read on first use from the result kept for them
+            (``antiloop.deferred``; ``fallback`` readings once that text is gone).
         same_as: ``same_as[p - 1]`` says how this step is the same (procedure and result) as
             the visible step ``p`` places back in its stream, or ``None`` when it is not.
     """
 
-    index: int
-    tool: str
-    operation: str
-    procedure: str
-    context: str
-    readings: Readings
-    same_as: tuple[SameResult | None, ...] = ()
+    __slots__ = ("_context", "_result", "index", "operation", "procedure", "same_as", "tool")
+
+    def __init__(
+        self,
+        index: int,
+        tool: str,
+        operation: str,
+        procedure: str,
+        context: str | Procedure,
+        readings: Readings | Deferred,
+        same_as: tuple[SameResult | None, ...] = (),
+    ) -> None:
+        self.index = index
+        self.tool = tool
+        self.operation = operation
+        self.procedure = procedure
+        self._context = context
+        self._result = readings
+        self.same_as = same_as
+
+    @property
+    def context(self) -> str:
+        """The fingerprint context: redacted, then cut to ``CONTEXT_KEPT`` characters."""
+        context = self._context
+        if isinstance(context, Procedure):
+            context = self._context = kept_context(context.context)
+        return context
+
+    @property
+    def readings(self) -> Readings:
+        """The result readings (made now if they were deferred)."""
+        result = self._result
+        if type(result) is Deferred:
+            result = self._result = result.readings()
+        return result  # type: ignore[return-value]
+
+    @property
+    def made(self) -> Readings | None:
+        """The readings if they are made already, else None (nothing is read)."""
+        result = self._result
+        if type(result) is Deferred:
+            return result.made
+        return result  # type: ignore[return-value]
+
+    @property
+    def read(self) -> bool:
+        """Whether the readings are made, or can still be made from the kept text."""
+        result = self._result
+        return type(result) is not Deferred or result.kept
+
+    def release(self) -> None:
+        """Let the kept text go: no later step compares with this one any more."""
+        result = self._result
+        if type(result) is Deferred:
+            result.drop()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StepRecord):
+            return NotImplemented
+        return (
+            self.index == other.index
+            and self.tool == other.tool
+            and self.operation == other.operation
+            and self.procedure == other.procedure
+            and self.context == other.context
+            and self.readings == other.readings
+            and self.same_as == other.same_as
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"StepRecord({self.index!r}, {self.tool!r}, {self.operation!r}, "
+            f"{self.procedure!r}, {self._context!r}, {self._result!r}, {self.same_as!r})"
+        )
 
 
 @dataclass(slots=True)

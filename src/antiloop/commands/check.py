@@ -158,11 +158,41 @@ def judge_stream(
         line, stops = _judge_line(guard, raw, lineno, index, summary)
         del raw  # a huge line is held once at a time, never two
         stopped = stopped or stops
-        write(json.dumps(line, ensure_ascii=False) + "\n")
+        write(wire_text(line))
         if flush:
             out.flush()
         index += 1
     return EXIT_STOPPED if stopped else EXIT_OK
+
+
+_WIRE_KEYS = ("index", "action", "detector", "outcome", "fingerprint", "reason")
+_text_of = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes for a str
+
+
+def wire_text(line: dict[str, object]) -> str:
+    """``json.dumps(line, ensure_ascii=False)`` and a newline, written directly for a verdict.
+
+    A verdict line (``Verdict.to_wire``) has six keys in order, an int index and texts or
+    nulls: each text goes through the encoder ``json.dumps`` itself uses, so the line is the
+    same to the byte, in a third of the time. Any other line goes to ``json.dumps``.
+    """
+    if tuple(line) == _WIRE_KEYS and type(index := line["index"]) is int:
+        parts = []
+        for key in _WIRE_KEYS[1:]:
+            value = line[key]
+            if value is None:
+                parts.append("null")
+            elif type(value) is str:
+                parts.append(_text_of(value))
+            else:
+                break
+        else:
+            action, detector, outcome, fingerprint, reason = parts
+            return (
+                f'{{"index": {index}, "action": {action}, "detector": {detector}, '
+                f'"outcome": {outcome}, "fingerprint": {fingerprint}, "reason": {reason}}}\n'
+            )
+    return json.dumps(line, ensure_ascii=False) + "\n"
 
 
 def _judge_line(

@@ -1,0 +1,104 @@
+"""What a Guard is made of when given only a config: its detectors, its embedder, its listeners.
+
+``default_detector`` composes the detectors the config switches on; ``LazyEmbedder`` loads the
+configured embedder only when a semantic check first needs it; ``Listener`` is the no-op base
+of the guard's observers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from antiloop.config import OPT_IN_DETECTORS, GuardConfig
+from antiloop.detectors import (
+    AnyOf,
+    Cycle,
+    Detector,
+    FailStreak,
+    Goal,
+    MaxSteps,
+    Repeat,
+    Stagnation,
+)
+from antiloop.listener import Listener
+from antiloop.verdict import Action
+
+if TYPE_CHECKING:
+    from antiloop.embed import Embedder
+
+__all__ = ["LazyEmbedder", "Listener", "default_detector", "telemetry_listener"]
+
+_ACTIONS = {a.name.lower(): a for a in Action}
+
+
+class LazyEmbedder:
+    """An embedder chosen by name and loaded only when a semantic check first needs it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._inner: Embedder | None = None
+
+    def __repr__(self) -> str:
+        return f"LazyEmbedder({self.name!r})"
+
+    @property
+    def inner(self) -> Embedder:
+        """The embedder itself, loaded on first use."""
+        if self._inner is None:
+            from antiloop.embed import get_embedder
+
+            self._inner = get_embedder(self.name)
+        return self._inner
+
+    @property
+    def id(self) -> str:
+        """The loaded embedder's model id."""
+        return self.inner.id
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed with the loaded embedder."""
+        return self.inner.embed(texts)
+
+
+def default_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
+    """The detectors the config switches on, composed with ``|``."""
+    on = set(config.detectors)
+    parts: list[Detector] = []
+    if "repeat" in on:
+        repeat: Detector = Repeat(config.repeat_threshold)
+        if config.repeat_action != "stop":
+            repeat = repeat.with_action(_ACTIONS[config.repeat_action])
+        parts.append(repeat)
+    if "cycle" in on and config.cycle_max_period >= 2:
+        parts.append(Cycle(config.cycle_max_period))
+    if "fail-streak" in on and config.failure_streak >= 1:
+        parts.append(FailStreak(config.failure_streak))
+    if "max-steps" in on:
+        parts.append(MaxSteps(config.budget))
+    if "goal" in on:
+        parts.append(Goal(embedder, config.goal_threshold, config.min_steps))
+    if "stagnation" in on:
+        parts.append(
+            Stagnation(
+                embedder, config.stagnation_threshold, config.stagnation_window, config.min_steps
+            )
+        )
+    if on.intersection(OPT_IN_DETECTORS):
+        from antiloop.detectors_extra import opt_in_detectors
+
+        parts.extend(opt_in_detectors(config))
+    return AnyOf(parts)
+
+
+def telemetry_listener(table: Mapping[str, Any] | None, source: str) -> Listener | None:
+    """The OpenTelemetry listener, when ``[telemetry]`` or the OTLP environment asks for one."""
+    if table is None and not (
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    ):
+        return None  # nothing asks: antiloop.telemetry (and OpenTelemetry) stay unimported
+    from antiloop.telemetry import listener_for
+
+    return listener_for(os.environ, table, source=source)
