@@ -23,8 +23,11 @@ PACKAGE = "antiloop"
 #: The pure core: it reads steps and decides, and never reaches an edge.
 CORE = (
     "antiloop.events",
+    "antiloop._shell",
     "antiloop.canonical",
     "antiloop.readings",
+    "antiloop.deferred",
+    "antiloop.decide",
     "antiloop.fingerprint",
     "antiloop.verdict",
     "antiloop.detectors",
