@@ -62,23 +62,28 @@ class LazyEmbedder:
         return self.inner.embed(texts)
 
 
-def default_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
-    """The detectors the config switches on, composed with ``|``."""
+def default_detector(config: GuardConfig, embedder: Embedder, *, hook: bool = False) -> AnyOf:
+    """The detectors the config switches on, composed with ``|``.
+
+    ``hook``: the mappings of a coding CLI's hook (see config): a cycle answers as a repeat does
+    (``repeat_action``), and a reached goal nudges instead of stopping the agent's turn.
+    """
     on = set(config.detectors)
+    action = _ACTIONS[config.repeat_action]
     parts: list[Detector] = []
     if "repeat" in on:
         repeat: Detector = Repeat(config.repeat_threshold)
-        if config.repeat_action != "stop":
-            repeat = repeat.with_action(_ACTIONS[config.repeat_action])
-        parts.append(repeat)
+        parts.append(repeat if action is Action.STOP else repeat.with_action(action))
     if "cycle" in on and config.cycle_max_period >= 2:
-        parts.append(Cycle(config.cycle_max_period))
+        cycle: Detector = Cycle(config.cycle_max_period)
+        parts.append(cycle if not hook or action is Action.STOP else cycle.with_action(action))
     if "fail-streak" in on and config.failure_streak >= 1:
         parts.append(FailStreak(config.failure_streak))
     if "max-steps" in on:
         parts.append(MaxSteps(config.budget))
     if "goal" in on:
-        parts.append(Goal(embedder, config.goal_threshold, config.min_steps))
+        goal: Detector = Goal(embedder, config.goal_threshold, config.min_steps)
+        parts.append(goal.with_action(Action.NUDGE) if hook else goal)
     if "stagnation" in on:
         parts.append(
             Stagnation(

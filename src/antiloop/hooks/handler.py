@@ -85,46 +85,9 @@ PASS = Outcome()
 
 def hook_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
     """The detectors of a hook: ``default_detector`` with the hook mappings (see config)."""
-    from antiloop.config import OPT_IN_DETECTORS
-    from antiloop.detectors import (
-        AnyOf,
-        Cycle,
-        Detector,
-        FailStreak,
-        Goal,
-        MaxSteps,
-        Repeat,
-        Stagnation,
-    )
-    from antiloop.verdict import Action
+    from antiloop.defaults import default_detector
 
-    on = set(config.detectors)
-    action = Action[config.repeat_action.upper()]
-    parts: list[Detector] = []
-    if "repeat" in on:
-        repeat: Detector = Repeat(config.repeat_threshold)
-        parts.append(repeat if action is Action.STOP else repeat.with_action(action))
-    if "cycle" in on and config.cycle_max_period >= 2:
-        cycle: Detector = Cycle(config.cycle_max_period)
-        parts.append(cycle if action is Action.STOP else cycle.with_action(action))
-    if "fail-streak" in on and config.failure_streak >= 1:
-        parts.append(FailStreak(config.failure_streak))
-    if "max-steps" in on:
-        parts.append(MaxSteps(config.budget))
-    if "goal" in on:
-        goal = Goal(embedder, config.goal_threshold, config.min_steps)
-        parts.append(goal.with_action(Action.NUDGE))
-    if "stagnation" in on:
-        parts.append(
-            Stagnation(
-                embedder, config.stagnation_threshold, config.stagnation_window, config.min_steps
-            )
-        )
-    if on.intersection(OPT_IN_DETECTORS):
-        from antiloop.detectors_extra import opt_in_detectors
-
-        parts.extend(opt_in_detectors(config))
-    return AnyOf(parts)
+    return default_detector(config, embedder, hook=True)
 
 
 def file_state(path: str, cwd: str | None = None) -> FileState:
