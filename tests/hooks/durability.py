@@ -6,8 +6,10 @@ Claude Code does: the daemon agents with the hook daemon on (the first event sta
 local ones with ``ANTILOOP_HOOKD=0``. Every event reads a file of its own, so every verdict is
 ``continue`` and the hook prints nothing: an event is *acknowledged* when its process exits 0
 with empty stdout and stderr (anything else says the step was not checked). A killer thread
-may SIGKILL the daemon every ``kill_every`` seconds (at most ``max_kills`` times); the next
-hook then answers itself and starts a new one.
+may SIGKILL each daemon once it has run ``kill_every`` seconds (at most ``max_kills`` times);
+the next hook then answers itself and starts a new one. With ``min_kills`` the daemon agents go
+on past ``steps`` until that many kills happened (or ``KILL_DEADLINE`` passed), so a slow
+machine, where a daemon takes long to start, still sees its kills.
 
 Afterwards the audit log must hold a ``step`` record of every acknowledged event, and SQLite's
 ``PRAGMA integrity_check`` must say ``ok``. Used by ``tests/hooks/test_durability.py`` and by
@@ -33,6 +35,7 @@ from antiloop._hook_client import socket_path
 
 ANTILOOP = Path(sys.executable).with_name("antiloop")
 HOOK_TIMEOUT = 60.0
+KILL_DEADLINE = 120.0  # seconds the daemon agents go on waiting for ``min_kills``
 
 
 @dataclass
@@ -142,6 +145,7 @@ def run_fleet(
     local_steps: int | None = None,
     kill_every: float | None = None,
     max_kills: int | None = None,
+    min_kills: int = 0,
     fail: str = "open",
     pythonpath: str | None = None,
 ) -> FleetResult:
@@ -157,9 +161,18 @@ def run_fleet(
     lock = threading.Lock()
     done = threading.Event()
 
+    started = time.monotonic()
+
+    def more(step: int, count: int, through_daemon: bool) -> bool:
+        if step < count:
+            return True
+        waiting = through_daemon and result.kills < min_kills
+        return waiting and time.monotonic() - started < KILL_DEADLINE
+
     def agent(number: int, through_daemon: bool, count: int) -> None:
         agent_env = {**env, "ANTILOOP_HOOKD": "1" if through_daemon else "0"}
-        for step in range(count):
+        step = 0
+        while more(step, count, through_daemon):
             path, data = _event(number, step, cwd)
             proc = subprocess.run(
                 [str(ANTILOOP), "hook", "claude-code"],
@@ -178,16 +191,22 @@ def run_fleet(
                 else:
                     first = answer.splitlines()[0] if answer else f"exit {proc.returncode}"
                     result.unacknowledged[first[:160]] += 1
+            step += 1
 
     def killer(every: float) -> None:
-        while not done.wait(every) and (max_kills is None or result.kills < max_kills):
-            result.kills += _kill_all(socket)
+        first_seen: dict[int, float] = {}
+        while not done.wait(0.05) and (max_kills is None or result.kills < max_kills):
+            now = time.monotonic()
+            for pid in daemon_pids(socket):
+                if now - first_seen.setdefault(pid, now) >= every:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                        result.kills += 1
 
     def watcher() -> None:
         while not done.wait(0.25):
             result.daemon_seen += bool(daemon_pids(socket))
 
-    started = time.monotonic()
     workers = [
         threading.Thread(target=agent, args=(n, True, steps)) for n in range(daemon_agents)
     ] + [
