@@ -24,7 +24,7 @@ OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
-TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp")
+TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp", "fleet")
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +132,52 @@ def _check(key: str, value: Any, source: str) -> Any:
     if key == "on_store_error":
         return _choice(key, value, source, ("allow", "block"))
     return _choice(key, value, source, ACTIONS)  # repeat_action
+
+
+@dataclass(frozen=True, slots=True)
+class FleetConfig:
+    """The ``[fleet]`` table: kill switch and cross-session knowledge (``antiloop.fleet``).
+
+    Attributes:
+        known_after: a fingerprint that stopped this many sessions is known.
+        nudge: nudge a session at its first step of a known procedure (off by default: it
+            makes a verdict depend on other sessions).
+        live_window: seconds since its last step a session counts as live.
+        ttl: seconds the counts of a fingerprint live after its last stop.
+        max_known: fingerprints counted at most (the least recently stopped go first).
+        refresh: seconds between full reloads of the kills and counts (pub/sub between).
+    """
+
+    known_after: int = 3
+    nudge: bool = False
+    live_window: float = 300.0
+    ttl: float = 7 * 86400.0
+    max_known: int = 10_000
+    refresh: float = 5.0
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], source: str = "config") -> FleetConfig:
+        """Build it from ``[fleet]``, naming any unknown key or bad value in one line."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{source}: [fleet] must be a table, not {data!r}")
+        known = {f.name for f in fields(cls)}
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ConfigError(f"{source}: [fleet] {unknown('key', key, known)}")
+            where = f"{source}: [fleet]"
+            if key in ("known_after", "max_known"):
+                values[key] = _positive_int(key, value, where)
+            elif key == "nudge":
+                if not isinstance(value, bool):
+                    raise ConfigError(f"{where} 'nudge' must be true or false, not {value!r}")
+                values[key] = value
+            else:
+                bad = isinstance(value, bool) or not isinstance(value, int | float)
+                if bad or not value > 0:
+                    raise ConfigError(f"{where} {key!r} must be a number of seconds > 0, not {value!r}")
+                values[key] = float(value)
+        return cls(**values)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,9 @@ if TYPE_CHECKING:
 
     from antiloop.approval import Approvals, Call, Gate, Ruling
     from antiloop.budgets import Budgets
+    from antiloop.config import FleetConfig
     from antiloop.embed import Embedder
+    from antiloop.fleet import Fleet
 
 __all__ = ["Guard", "LazyEmbedder", "Listener", "default_detector"]
 
@@ -92,6 +94,8 @@ class Guard:
             verdicts to a person when the policy escalates to humans.
         budgets: token and cost limits per session and agent (``antiloop.budgets``): a soft
             limit answers ``ask`` (a person decides, with ``approvals``), a hard one stops.
+        fleet: the fleet controls (``antiloop.fleet``: kill switch, known loops), or the
+            ``[fleet]`` settings to open them over the store (shared through a Redis store).
 
     Example:
         >>> guard = Guard()
@@ -116,8 +120,11 @@ class Guard:
         clock: Callable[[], float] = time.time,
         approvals: Approvals | None = None,
         budgets: Budgets | None = None,
+        fleet: Fleet | FleetConfig | None = None,
     ) -> None:
         from antiloop.stores.memory import MemoryStore  # here: it imports approval requests
+
+        where = store if isinstance(store, str) else None
 
         self.config = config or GuardConfig()
         self.approvals = approvals
@@ -145,6 +152,14 @@ class Guard:
             audit = not isinstance(self.store, MemoryStore)
         sink = getattr(self.store, "append_audit", None) if audit else None
         self._audit: Callable[[AuditEvent], None] | None = sink
+        self.fleet: Fleet | None = None  # consulted before and after each step
+        if fleet is not None:
+            from antiloop.config import FleetConfig
+            from antiloop.fleet import open_fleet
+
+            if isinstance(fleet, FleetConfig):
+                fleet = open_fleet(where or self.store, fleet)
+            self.fleet = fleet
 
     def __repr__(self) -> str:
         return f"Guard({self.detector!r}, mode={self.mode!r})"
@@ -284,7 +299,14 @@ class Guard:
         paths: Sequence[str] = (),
         cwd: str | None = None,
     ) -> Verdict:
-        state = self.store.peek(self._session_id(session))
+        sid = self._session_id(session)
+        if self.fleet is not None:  # a kill of the fleet, this agent or this procedure
+            killed = self.fleet.killed(sid, agent, tool, args or {}, paths, cwd)
+            if killed is not None:
+                with contextlib.suppress(StoreError):
+                    self.end(sid, killed)
+                return killed
+        state = self.store.peek(sid)
         return decide.refuse(state, tool, args, agent, paths, cwd, self.policy)
 
     # -- after a call ----------------------------------------------------------------------
@@ -308,6 +330,12 @@ class Guard:
         """The step, and the verdict the store's transaction gave it (before any person)."""
         if not isinstance(step, Step):
             step = step_from_dict(dict(step))
+        fleet = self.fleet
+        killed = fleet.before(step) if fleet is not None else None
+        if fleet is not None and killed is not None:  # the kill switch: the session ends
+            with contextlib.suppress(StoreError):
+                self.end(step.session, killed)
+            return step, fleet.after(step, killed)
         step_id = step.id
         if step_id is None and self._retries:
             # a store that may run the judgement again (a lost reply, a conflict) judges a
@@ -332,7 +360,7 @@ class Guard:
                         self._audit(self._audit_event("step", step, verdict, state.steps - 1))
         except StoreError as exc:
             verdict = self._store_failed(exc, step.session)
-        return step, verdict
+        return step, verdict if fleet is None else fleet.after(step, verdict)
 
     def _check_in(self, verdict: Verdict, step: Step) -> dict[str, Any] | None:
         """What a person is shown at a budget check-in; None for any other verdict."""

@@ -63,6 +63,10 @@ def describe(path: Path | str) -> str:
         from antiloop.budgets import Budgets
 
         Budgets.from_mapping(settings.tables["budgets"], settings.source)
+    if "fleet" in settings.tables:
+        from antiloop.config import FleetConfig
+
+        FleetConfig.from_mapping(settings.tables["fleet"], settings.source)
     if "telemetry" in settings.tables:
         from antiloop.telemetry import telemetry_settings
 
