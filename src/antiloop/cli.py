@@ -26,6 +26,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("antiloop.commands.doctor", "check an installation of the hooks end to end"),
     "serve": ("antiloop.commands.serve", "run the HTTP API and dashboard (approvals, sessions)"),
     "stop": ("antiloop.commands.stop", "stop a guarded run at its next step"),
+    "fleet": (
+        "antiloop.commands.fleet",
+        "the fleet: live sessions, stops, kill switch, known loops",
+    ),
     "approve": ("antiloop.commands.approve", "approve a pending request (--list shows them)"),
     "deny": ("antiloop.commands.approve", "deny a pending request, with -m for the agent"),
     "log": ("antiloop.commands.log", "the audit log: sessions, timelines, follow, export, verify"),

@@ -175,7 +175,9 @@ class FleetConfig:
             else:
                 bad = isinstance(value, bool) or not isinstance(value, int | float)
                 if bad or not value > 0:
-                    raise ConfigError(f"{where} {key!r} must be a number of seconds > 0, not {value!r}")
+                    raise ConfigError(
+                        f"{where} {key!r} must be a number of seconds > 0, not {value!r}"
+                    )
                 values[key] = float(value)
         return cls(**values)
 

@@ -6,8 +6,12 @@ import argparse
 import os
 import secrets
 import sys
+from typing import TYPE_CHECKING
 
 from antiloop.errors import ConfigError, MissingExtra
+
+if TYPE_CHECKING:
+    from antiloop.config import FleetConfig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +70,7 @@ def load(path: str | None) -> tuple[object | None, object | None, object | None]
         raise ConfigError(f"cannot read config {file}: {exc}") from None
     approval = data.pop("approval", None)
     data.pop("telemetry", None)  # read by antiloop.telemetry.attach_from
+    data.pop("fleet", None)  # read by fleet_config
     limits = data.pop("budgets", None)
     guard = data.pop("guard", data)
     policy = ApprovalPolicy.from_mapping(approval, f"{file} [approval]") if approval else None
@@ -75,6 +80,22 @@ def load(path: str | None) -> tuple[object | None, object | None, object | None]
 
         budgets = Budgets.from_mapping(limits, str(file))
     return GuardConfig.from_mapping(guard, str(file)), policy, budgets
+
+
+def fleet_config(path: str | None) -> FleetConfig:
+    """The ``[fleet]`` table of the config (``antiloop.config.FleetConfig``)."""
+    from antiloop.config import FleetConfig
+
+    if path is None:
+        return FleetConfig()
+    import json
+    import tomllib
+    from pathlib import Path
+
+    file = Path(path)
+    raw = file.read_bytes()
+    data = json.loads(raw) if file.suffix == ".json" else tomllib.loads(raw.decode())
+    return FleetConfig.from_mapping(data.get("fleet", {}), str(file))
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -121,6 +142,10 @@ def run(ns: argparse.Namespace) -> int:
         webhook_secret=secret,
         limits=Limits(max_body=ns.max_body, store_timeout=ns.store_timeout),
     )
+    from antiloop.fleet import open_fleet
+
+    # the kill switch and known loops, shared by every replica of a Redis store
+    service.guard.fleet = open_fleet(where, fleet_config(ns.config))
     from antiloop.telemetry import attach_from
 
     attach_from(service.guard, ns.config)  # OpenTelemetry: [telemetry] or the OTLP environment

@@ -13,7 +13,34 @@ never imports this package.
 
 from __future__ import annotations
 
+from antiloop.config import FleetConfig
+from antiloop.fleet._store import redis_client
 from antiloop.fleet.kills import SCOPES, Kill, KillSet
-from antiloop.fleet.local import Fleet, open_fleet
+from antiloop.fleet.local import Fleet
 
 __all__ = ["SCOPES", "Fleet", "Kill", "KillSet", "open_fleet"]
+
+
+def open_fleet(
+    store: object | str | None,
+    config: FleetConfig | None = None,
+    *,
+    watch: bool = True,
+) -> Fleet:
+    """The fleet controls over a store: shared through Redis, else in this process.
+
+    Shared for a ``redis://`` URL or a Redis store (a split store's Redis state too).
+
+    ``watch=False`` opens a Redis fleet without its subscriber (a command line call).
+    """
+    if isinstance(store, str):
+        if store.split(":", 1)[0].split("+", 1)[0] in ("redis", "rediss"):
+            from antiloop.fleet.redis import RedisFleet
+
+            return RedisFleet.from_url(store, config, watch=watch)
+        return Fleet(config)
+    if store is not None and redis_client(store) is not None:
+        from antiloop.fleet.redis import RedisFleet
+
+        return RedisFleet.of_store(store, config, watch=watch)
+    return Fleet(config)

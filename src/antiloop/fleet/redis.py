@@ -31,8 +31,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from antiloop.config import FleetConfig
 from antiloop.errors import MissingExtra, StoreError
+from antiloop.fleet._store import redis_client, state_store
 from antiloop.fleet.kills import Kill, KillSet
-from antiloop.fleet.local import LOG_KEPT, LOG_MAX, Fleet, _redis_client, _state_store
+from antiloop.fleet.local import LOG_KEPT, LOG_MAX, Fleet
 from antiloop.fleet.status import Counts
 from antiloop.stores._common import hide_password, split_options
 
@@ -187,10 +188,10 @@ class RedisFleet(Fleet):
         cls, store: object, config: FleetConfig | None = None, *, watch: bool = True
     ) -> RedisFleet:
         """The fleet beside a RedisStore (or a split store's Redis state), on its client."""
-        state = _state_store(store)
+        state = state_store(store)
         prefix = str(getattr(state, "prefix", "antiloop"))
         url = str(getattr(state, "url", "redis://"))
-        return cls(_redis_client(store), prefix=prefix, config=config, url=url, watch=watch)
+        return cls(redis_client(store), prefix=prefix, config=config, url=url, watch=watch)
 
     # -- Redis calls -----------------------------------------------------------------------
 

@@ -231,3 +231,71 @@ class Health(BaseModel):
     """The service is up."""
 
     ok: bool
+
+
+KillScope = Literal["all", "agent", "fingerprint", "session"]
+
+
+class KillTarget(_Strict):
+    """What a kill names: exactly one of ``all``, ``agent``, ``fingerprint``, ``session``."""
+
+    all: bool = False
+    agent: str | None = None
+    fingerprint: str | None = None
+    session: str | None = None
+
+
+class KillRequest(KillTarget):
+    """A kill: its target, why, and who sets it."""
+
+    reason: str | None = None
+    by: str | None = Field(default=None, description="who sets it (default: the token's holder)")
+
+
+class Kill(BaseModel):
+    """An active kill: every step it names gets ``stop`` (detector ``kill``) on every replica."""
+
+    scope: KillScope
+    target: str = Field(description="the agent, fingerprint or session; empty for all")
+    by: str
+    at: float
+    reason: str
+    key: str
+
+
+class Kills(BaseModel):
+    """The active kills."""
+
+    kills: list[Kill]
+
+
+class Lifted(BaseModel):
+    """The kill lifted, or null when there was none."""
+
+    key: str
+    lifted: Kill | None
+
+
+class FleetFingerprint(BaseModel):
+    """What one fingerprint cost the fleet."""
+
+    fingerprint: str
+    sessions: int = Field(description="sessions it stopped")
+    steps_wasted: int
+    tokens_wasted: int
+    last_stop: float
+    known: bool = Field(description="it stopped known_after sessions or more")
+
+
+class FleetStatus(BaseModel):
+    """The fleet view, across replicas where the store is shared."""
+
+    store: str
+    shared: bool = Field(description="shared by every replica (Redis), or this process only")
+    live_sessions: int
+    live_window: float = Field(description="seconds since its last step a session is live")
+    stops_last_hour: int
+    stops_per_hour: list[int] = Field(description="the last 24 hours, the last one first")
+    known_after: int
+    fingerprints: list[FleetFingerprint] = Field(description="the costliest first")
+    kills: list[Kill]

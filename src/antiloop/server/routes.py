@@ -34,6 +34,7 @@ from antiloop.server.routing import (
 )
 
 if TYPE_CHECKING:
+    from antiloop.fleet import Fleet
     from antiloop.server.service import Service
 
 MAX_BATCH = 1000
@@ -268,6 +269,41 @@ def api_routes(service: Service) -> APIRouter:
         # The voter is who the token belongs to; a "by" in the body is not believed.
         return await service.call(_decide, service, id, body, request.state.identity)
 
+    @router.get("/v1/fleet", response_model=models.FleetStatus, summary="The fleet view")
+    async def fleet(top: Annotated[int, Query(ge=1, le=100)] = 10) -> Response:
+        return JSONResponse(await service.call(lambda: _fleet(service).status(top)))
+
+    @router.get("/v1/fleet/kills", response_model=models.Kills, summary="The active kills")
+    async def kills() -> Response:
+        found = await service.call(lambda: [k.to_dict() for k in _fleet(service).kills()])
+        return JSONResponse({"kills": found})
+
+    @router.post(
+        "/v1/fleet/kill",
+        response_model=models.Kill,
+        summary="Stop every session of the fleet, an agent, a fingerprint or a session",
+    )
+    async def kill(request: Request, body: models.KillRequest) -> Response:
+        scope, target = _target(body)
+        by = (body.by or "").strip() or request.state.identity
+        try:
+            made = await service.call(
+                lambda: _fleet(service).kill(scope, target, by=by, reason=body.reason or "")
+            )
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        service.hub.publish("kill", made.to_dict())
+        return JSONResponse(made.to_dict())
+
+    @router.post("/v1/fleet/lift", response_model=models.Lifted, summary="Lift a kill")
+    async def lift(body: models.KillTarget) -> Response:
+        from antiloop.fleet.kills import key_of
+
+        scope, target = _target(body)
+        found = await service.call(lambda: _fleet(service).lift(scope, target))
+        key = key_of(scope, target.strip())
+        return JSONResponse({"key": key, "lifted": found.to_dict() if found else None})
+
     @router.get(
         "/v1/events",
         response_class=StreamingResponse,
@@ -295,6 +331,37 @@ def api_routes(service: Service) -> APIRouter:
         )
 
     return router
+
+
+def _fleet(service: Service) -> Fleet:
+    """The guard's fleet controls; a service opened without them gets one-process ones."""
+    found = service.guard.fleet
+    if found is None:
+        from antiloop.fleet import Fleet
+
+        found = service.guard.fleet = Fleet()
+    return found
+
+
+def _target(body: models.KillTarget) -> tuple[str, str]:
+    """The scope and target a kill body names (exactly one), or a 400."""
+    named = [
+        (s, v)
+        for s, v in (
+            ("agent", body.agent),
+            ("fingerprint", body.fingerprint),
+            ("session", body.session),
+        )
+        if v is not None
+    ]
+    if body.all:
+        named.insert(0, ("all", ""))
+    if len(named) != 1:
+        raise BadRequest("name exactly one of 'all', 'agent', 'fingerprint', 'session'")
+    scope, target = named[0]
+    if scope != "all" and not target.strip():
+        raise BadRequest(f"{scope!r} must not be empty")
+    return scope, target
 
 
 def _request_stop(service: Service, sid: str, by: str) -> str | None:
