@@ -41,6 +41,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``antiloop fleet``."""
     _targets(parser, keep=True)
     parser.add_argument("--json", action="store_true", help="the view as JSON")
+    parser.add_argument(
+        "--config",
+        default=os.environ.get("ANTILOOP_CONFIG"),
+        help="antiloop.toml: its [fleet] table, with --store (default: ANTILOOP_CONFIG)",
+    )
     parser.add_argument("--top", type=int, default=10, help="fingerprints shown (default 10)")
     sub = parser.add_subparsers(dest="action", metavar="ACTION")
     kill = sub.add_parser("kill", help="stop every session a kill names, on every replica")
@@ -76,7 +81,7 @@ def _fleet(ns: argparse.Namespace) -> Any:
     from antiloop.commands.serve import fleet_config
     from antiloop.fleet import open_fleet
 
-    return open_fleet(url, fleet_config(os.environ.get("ANTILOOP_CONFIG")), watch=False)
+    return open_fleet(url, fleet_config(getattr(ns, "config", None)), watch=False)
 
 
 def _body(ns: argparse.Namespace) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from antiloop.stores._common import hide_password, split_options
 
 log = logging.getLogger("antiloop")
 
-TIMEOUT = 5.0  # seconds a fleet command waits for Redis
+TIMEOUT = 2.0  # seconds a fleet command waits for Redis (its writes are best effort)
 _STORE_OPTIONS = {
     "prefix": str,
     "ttl": float,
@@ -176,8 +176,14 @@ class RedisFleet(Fleet):
                     socket_connect_timeout=TIMEOUT,
                 )
             else:
-                client = redis.Redis.from_url(
-                    base, socket_timeout=TIMEOUT, socket_connect_timeout=TIMEOUT
+                from redis.backoff import NoBackoff
+                from redis.retry import Retry
+
+                client = redis.Redis.from_url(  # one retry on a broken connection, as the store
+                    base,
+                    socket_timeout=TIMEOUT,
+                    socket_connect_timeout=TIMEOUT,
+                    retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
                 )
         except (redis.RedisError, OSError) as exc:
             raise StoreError(f"could not reach Redis at {hide_password(base)}: {exc}") from exc
