@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -184,3 +185,29 @@ def test_the_fleet_routes() -> None:
         assert client.post("/v1/fleet/lift", json={"agent": "w"}).json()["lifted"] is None
         step["session"] = "s2"
         assert client.post("/v1/steps", json=step).json()["detector"] is None
+
+
+def test_a_kill_stops_the_hooks_delivered_over_http() -> None:
+    """Claude Code's hooks through /v1/hooks share the service's kills."""
+    from starlette.testclient import TestClient
+
+    from antiloop.server import Service, create_app
+    from antiloop.stores.memory import MemoryStore
+
+    service = Service(MemoryStore(), "fleet-token", config=GuardConfig(embedder="ngram"))
+    headers = {"Authorization": "Bearer fleet-token"}
+    pre = {
+        "session_id": "cc-1",
+        "hook_event_name": "PreToolUse",
+        "cwd": "/work",
+        "transcript_path": "/tmp/none.jsonl",
+        "tool_name": "Grep",
+        "tool_input": {"pattern": "x"},
+    }
+    with TestClient(create_app(service), headers=headers) as client:
+        first = client.post("/v1/hooks/claude-code", json=pre).json()
+        assert first.get("hookSpecificOutput", {}).get("permissionDecision") != "deny"
+        assert client.post("/v1/fleet/kill", json={"all": True}).status_code == 200
+        denied = client.post("/v1/hooks/claude-code", json=pre).json()
+        assert denied["hookSpecificOutput"]["permissionDecision"] == "deny", denied
+        assert "kill switch" in json.dumps(denied)

@@ -151,3 +151,32 @@ def test_a_fleet_cut_off_reloads_the_kills_it_missed(tmp_path: Path) -> None:
     finally:
         fleet.close()
         server.stop()
+
+
+def test_the_fleet_over_a_redis_cluster(tmp_path: Path) -> None:
+    """Kills, counts and nudges over a 3-master Redis Cluster (one hash tag: one slot)."""
+    from tests.stores.conftest import RedisCluster
+
+    cluster = RedisCluster(tmp_path)
+    try:
+        url = f"{cluster.url}?prefix=fc"
+        a, b = _fleet(url, known_after=1, nudge=True), _fleet(url)
+        try:
+            a.kill("fingerprint", "AGENT::w::read::f1::same#00000000", by="ops")
+            _until(lambda: b.killed("s", "W", "Read", {"path": "f1"}) is not None, "the kill")
+            assert b.killed("s", "W", "Read", {"path": "f2"}) is None
+            guard = Guard(config=GuardConfig(embedder="ngram"), store=url, fleet=a)
+            step = Step(tool="Grep", args={"pattern": "x"}, output="a:1", session="c1")
+            guard.record(step)
+            assert guard.record(step).detector == "repeat"
+            nudged = guard.record(Step(tool="Grep", args={"pattern": "x"}, session="c2"))
+            assert nudged.detector == "known"
+            view = b.status()
+            assert view["fingerprints"][0]["sessions"] == 1
+            assert view["live_sessions"] == 2
+            guard.store.close()
+        finally:
+            a.close()
+            b.close()
+    finally:
+        cluster.stop()

@@ -202,7 +202,7 @@ def api_routes(service: Service) -> APIRouter:
     ) -> Response:
         body: bytes = await request.body()  # the hook's own parser reads the bytes
         try:
-            answer = await service.call(service.hook, dialect, body)
+            answer = await service.call(_hook, service, dialect, body)
         except StoreTimeout as exc:  # the hook's own answer to a store that does not answer
             answer = service.hook_failed(dialect, body, str(exc))
         return JSONResponse(answer)
@@ -331,6 +331,16 @@ def api_routes(service: Service) -> APIRouter:
         )
 
     return router
+
+
+def _hook(service: Service, dialect: str, body: bytes) -> dict[str, Any]:
+    """``service.hook``, its handler's guard sharing the service's fleet controls (kills)."""
+    fleet = service.guard.fleet
+    if fleet is not None:
+        guard = service._hook_handler(dialect).guard
+        if guard.fleet is None:
+            guard.fleet = fleet
+    return service.hook(dialect, body)
 
 
 def _fleet(service: Service) -> Fleet:
