@@ -148,6 +148,7 @@ def test_a_fleet_cut_off_reloads_the_kills_it_missed(tmp_path: Path) -> None:
         verdict = fleet.killed("s", "w", "Read", {})
         assert verdict is not None
         assert "by ops" in verdict.reason
+        assert fleet.subscriptions == 2
     finally:
         fleet.close()
         server.stop()
@@ -160,7 +161,7 @@ def test_the_fleet_over_a_redis_cluster(tmp_path: Path) -> None:
     cluster = RedisCluster(tmp_path)
     try:
         url = f"{cluster.url}?prefix=fc"
-        a, b = _fleet(url, known_after=1, nudge=True), _fleet(url)
+        a, b = _fleet(url, known_after=1, nudge=True), _fleet(url, refresh=0.2)
         try:
             a.kill("fingerprint", "AGENT::w::read::f1::same#00000000", by="ops")
             _until(lambda: b.killed("s", "W", "Read", {"path": "f1"}) is not None, "the kill")
@@ -174,9 +175,30 @@ def test_the_fleet_over_a_redis_cluster(tmp_path: Path) -> None:
             view = b.status()
             assert view["fingerprints"][0]["sessions"] == 1
             assert view["live_sessions"] == 2
+            _until(lambda: b.reloads >= 4, "reloads and PINGs on the cluster")
+            assert b.subscriptions == 1
             guard.store.close()
         finally:
             a.close()
             b.close()
     finally:
         cluster.stop()
+
+
+def test_the_subscriber_pings_and_reloads_what_was_never_announced(url: str) -> None:
+    """Every ``refresh`` seconds: a PING answered on the subscription, and the hashes read."""
+    import redis
+
+    fleet = _fleet(url, refresh=0.2)
+    try:
+        prefix = url.rsplit("prefix=", 1)[1]
+        raw = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+        kill = {"scope": "session", "target": "s1", "by": "ops", "at": 1.0, "reason": ""}
+        raw.hset(f"{prefix}:{{fleet}}:kills", "session:s1", json.dumps(kill))
+        raw.close()
+        _until(lambda: fleet.killed("s1", "a", "Read", {}) is not None, "the periodic reload")
+        reloads = fleet.reloads
+        _until(lambda: fleet.reloads >= reloads + 5, "five more reloads")
+        assert fleet.subscriptions == 1  # every PING was answered: never subscribed again
+    finally:
+        fleet.close()

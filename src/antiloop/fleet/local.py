@@ -45,6 +45,22 @@ def wasted_steps(verdict: Verdict) -> int:
     return max(n - 1, 1)
 
 
+def learned(
+    known: dict[tuple[str, str], tuple[str, int]], fp: str, count: int
+) -> dict[tuple[str, str], tuple[str, int]]:
+    """``known`` (a new dict) with ``fp`` known by its procedure, the most stopping one kept."""
+    try:
+        _, op, context = of_fingerprint(fp)
+    except ValueError:
+        return known
+    if op in NOT_LEARNED:
+        return known
+    found = known.get((op, context))
+    if found is not None and found[0] != fp and found[1] > count:
+        return known
+    return {**known, (op, context): (fp, count)}
+
+
 def _bounded_put(items: OrderedDict[str, Any], key: str, value: Any, cap: int) -> None:
     items[key] = value
     items.move_to_end(key)
@@ -160,15 +176,7 @@ class Fleet:
                 self._announce(fp, count)
 
     def _learn(self, fp: str, count: int) -> None:
-        try:
-            _, op, context = of_fingerprint(fp)
-        except ValueError:
-            return
-        if op in NOT_LEARNED:
-            return
-        known = self._known.get((op, context))
-        if known is None or known[0] == fp or known[1] <= count:
-            self._known = {**self._known, (op, context): (fp, count)}
+        self._known = learned(self._known, fp, count)
 
     def known(self) -> dict[str, int]:
         """The known fingerprints (that stopped ``known_after`` sessions or more) and counts."""

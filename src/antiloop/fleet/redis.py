@@ -33,7 +33,7 @@ from antiloop.config import FleetConfig
 from antiloop.errors import MissingExtra, StoreError
 from antiloop.fleet._store import redis_client, state_store
 from antiloop.fleet.kills import Kill, KillSet
-from antiloop.fleet.local import LOG_KEPT, LOG_MAX, Fleet
+from antiloop.fleet.local import LOG_KEPT, LOG_MAX, Fleet, learned
 from antiloop.fleet.status import Counts
 from antiloop.stores._common import hide_password, split_options
 
@@ -144,6 +144,7 @@ class RedisFleet(Fleet):
         self._closed = threading.Event()
         self.listening = threading.Event()  # the subscriber is subscribed and loaded
         self.reloads = 0
+        self.subscriptions = 0  # times the subscriber subscribed (1 + reconnections)
         self._generation = 0  # bumped by every change applied here: a reload then reads again
         self._change = threading.Lock()
         try:
@@ -322,10 +323,11 @@ class RedisFleet(Fleet):
                     except (ValueError, KeyError, TypeError):
                         log.error("antiloop: a fleet kill is unreadable: %r", raw)
                 self._kills = KillSet(found)
-                self._known = {}
+                fresh: dict[tuple[str, str], tuple[str, int]] = {}
                 for fp, n in known.items():
                     if int(n) >= self.config.known_after:
-                        self._learn(_text(fp), int(n))
+                        fresh = learned(fresh, _text(fp), int(n))
+                self._known = fresh
                 self.reloads += 1
                 return
 
@@ -351,17 +353,26 @@ class RedisFleet(Fleet):
                 pubsub = self._client.pubsub()
                 pubsub.subscribe(self.channel)
                 due = float("inf")
+                waiting = False  # for the answer to the subscriber's own PING
                 while not self._closed.is_set():
                     message = pubsub.get_message(timeout=0.2)
-                    if message is not None and message.get("type") == "subscribe":
+                    kind = None if message is None else message.get("type")
+                    if kind == "subscribe":
                         self.reload()  # after subscribing: no kill falls in between
+                        self.subscriptions += 1
                         self.listening.set()
                         backoff = 0.05
                         due = time.monotonic() + self.config.refresh
-                    elif message is not None and message.get("type") == "message":
+                    elif kind == "message":
                         self._apply(message["data"])
+                    elif kind == "pong":
+                        waiting = False
                     if time.monotonic() >= due:
+                        if waiting:  # a connection that no longer answers: subscribe again
+                            raise ConnectionError("the fleet subscriber's PING went unanswered")
                         self.reload()
+                        pubsub.ping()
+                        waiting = True
                         due = time.monotonic() + self.config.refresh
             except Exception as exc:  # a dropped connection: subscribe again
                 if self._closed.is_set():
