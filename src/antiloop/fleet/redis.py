@@ -135,7 +135,10 @@ class RedisFleet(Fleet):
         super().__init__(config, clock=clock)
         self._client = client
         self.prefix = prefix
-        self.url = hide_password(url)
+        shown = hide_password(url)
+        self.url = (
+            shown if "prefix=" in shown else f"{shown}{'&' if '?' in shown else '?'}prefix={prefix}"
+        )
         tag = f"{prefix}:{{fleet}}"
         names = ("kills", "log", "stops", "steps", "tokens", "last", "known", "nudged")
         self._key = {name: f"{tag}:{name}" for name in names}
