@@ -28,6 +28,7 @@ CORE = (
     "antiloop._forms",
     "antiloop._rules",
     "antiloop._commands",
+    "antiloop._patterns",
     "antiloop.readings",
     "antiloop.deferred",
     "antiloop.decide",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from antiloop._forms import canonical_path, dumps_items, pattern_words, render, verbatim
-from antiloop._lazy import LazyPattern
+from antiloop._patterns import Patterns
 from antiloop._rules import OPERATIONS, Program, Rules, Runner
 from antiloop._shell import INPUTS, WRITES, Command, Token, commands, tokenize
 
@@ -29,16 +29,19 @@ _RESERVED = frozenset(
 )  # fmt: skip
 _SKIP_WORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{"})
 _NO_PROGRAM = Program("", files=False)
-_TRAILING_WS = LazyPattern(r"[ \t\r\f\v]+(?=\n|\Z)")
-_ASSIGN = LazyPattern(r"[A-Za-z_][A-Za-z0-9_]*=")
-_VERSIONED = LazyPattern(r"(.*?\D)\d+(?:\.\d+)*")
-_EXT = LazyPattern(r"\.[A-Za-z][A-Za-z0-9_]{0,9}$")
-_NOT_PATHY = LazyPattern(r"[\s'\"`$;&|<>()\\{}=]")
-_SED_SCRIPT = LazyPattern(r"^(?:\d+,?\d*)?[sy]([/|#:,@!]).*\1.*\1\w*$")
-# The fast paths of the tokenizer: plain words; words and single-quoted strings only.
-_SIMPLE = LazyPattern(r"[A-Za-z0-9_./=:@%+,*?~^-]+(?: +[A-Za-z0-9_./=:@%+,*?~^-]+)*")
-_QUOTED_WORDS = LazyPattern(r"(?:[^\s']+|'[^']*')+")
-_NOT_QUOTED_WORDS = LazyPattern(r"[\"\\$`;&|<>()#\n\r]")
+_NONE: frozenset[str] = frozenset()
+RX = Patterns(
+    trailing_ws=r"[ \t\r\f\v]+(?=\n|\Z)",
+    assign=r"[A-Za-z_][A-Za-z0-9_]*=",
+    versioned=r"(.*?\D)\d+(?:\.\d+)*",
+    ext=r"\.[A-Za-z][A-Za-z0-9_]{0,9}$",
+    not_pathy=r"[\s'\"`$;&|<>()\\{}=]",
+    sed_script=r"^(?:\d+,?\d*)?[sy]([/|#:,@!]).*\1.*\1\w*$",
+    # the fast paths of the tokenizer: plain words; words, single quotes and ; & | && || only
+    simple=r"[A-Za-z0-9_./=:@%+,*?~^-]+(?: +[A-Za-z0-9_./=:@%+,*?~^-]+)*",
+    words_ops=r"(?:[^\s;&|']+|'[^']*')+|&&|\|\||;;|\|&|[;&|]",
+    not_words_ops=r"[\"\\$`<>()#\n\r]",
+)
 
 
 def _base(word: str) -> str:
@@ -51,7 +54,12 @@ def _higher(a: str, b: str) -> str:
 
 
 def _skip_opts(
-    words: list[str], i: int, short: str, long: frozenset[str], stop: frozenset[str] = frozenset()
+    words: list[str],
+    i: int,
+    short: str,
+    long: frozenset[str],
+    stop: frozenset[str] = _NONE,
+    module: str = "-",
 ) -> int:
     """Index of the first word at or after ``i`` that is not an option of a wrapper."""
     n = len(words)
@@ -59,7 +67,7 @@ def _skip_opts(
         w = words[i]
         if w == "--":
             return i + 1
-        if not w.startswith("-") or w == "-" or w in stop:
+        if not w.startswith("-") or w == "-" or w == module or w in stop:
             return i
         if w.startswith("--"):
             i += 2 if ("=" not in w and w[2:] in long) else 1
@@ -74,26 +82,30 @@ def _unwrap(words: list[str], rules: Rules) -> int:
     wrappers = rules.wrappers
     while i < n:
         w = words[i]
-        if w in _SKIP_WORDS or (_ASSIGN.compiled.match(w) and "/" not in w.split("=", 1)[0]):
+        if w in _SKIP_WORDS or (RX.assign.match(w) and "/" not in w.split("=", 1)[0]):
             i += 1
             continue
         base = _base(w)
         rows = wrappers.get(base)
         if rows is None and base[-1:].isdigit():
-            m = _VERSIONED.compiled.fullmatch(base)
+            m = RX.versioned.fullmatch(base)
             rows = wrappers.get(m.group(1)) if m is not None else None
             if rows is not None:
                 rows = tuple(r for r in rows if r.versioned)
         if not rows:
             return i
         nxt = words[i + 1] if i + 1 < n else ""
-        row = next((r for r in rows if r.sub == nxt), None) if nxt else None
+        row = None  # the row of its subcommand (npm exec), else the one without (npx)
+        for r in rows:
+            if not r.sub or r.sub == nxt:
+                row = r
+                if r.sub:
+                    break
         if row is None:
-            row = next((r for r in rows if not r.sub), None)
-            if row is None:
-                return i
-        stop = row.stop | {row.module} if row.module else row.stop
-        k = _skip_opts(words, i + (2 if row.sub else 1), row.short, row.long, stop)
+            return i
+        k = _skip_opts(
+            words, i + (2 if row.sub else 1), row.short, row.long, row.stop, row.module or "-"
+        )
         if row.module:
             # the module is the program: python -m pytest runs pytest; else python runs itself
             return k + 1 if k + 1 < n and words[k] == row.module else i
@@ -157,11 +169,11 @@ def _parse_flags(args: list[str], spec: Program) -> tuple[list[tuple[str, str | 
 def _matches(row: Runner, word: str) -> bool:
     if word in row.words:
         return True
-    if row.scoped == "prefix":
-        return any(word.startswith(w + ":") for w in row.words)
-    if row.scoped == "suffix":
-        return any(word.endswith(":" + w) for w in row.words)
-    return False
+    if not row.scoped or ":" not in word:
+        return False
+    return (
+        word.split(":", 1)[0] if row.scoped == "prefix" else word.rsplit(":", 1)[1]
+    ) in row.words
 
 
 def _run_kind(rows: tuple[Runner, ...], args: list[str]) -> str | None:
@@ -187,10 +199,10 @@ def _run_kind(rows: tuple[Runner, ...], args: list[str]) -> str | None:
 def _pathlike(word: str) -> bool:
     """An operand that looks like a path: it contains ``/`` or ends in a file extension."""
     return (
-        ("/" in word or _EXT.compiled.search(word) is not None)
+        ("/" in word or RX.ext.search(word) is not None)
         and not word.startswith("-")
-        and _NOT_PATHY.compiled.search(word) is None
-        and _SED_SCRIPT.compiled.match(word) is None
+        and RX.not_pathy.search(word) is None
+        and RX.sed_script.match(word) is None
     )
 
 
@@ -242,7 +254,7 @@ def _analyse(cmd: Command, cwd: str | None, base: str | None, rules: Rules) -> _
         op, target = r.op, r.target
         bare = op.lstrip("0123456789")
         if r.heredoc:
-            key.append(op + ("'" if r.quoted else "") + "\x00" + _TRAILING_WS.sub("", target))
+            key.append(op + ("'" if r.quoted else "") + "\x00" + RX.trailing_ws.sub("", target))
             text.append(op + "EOF")
         elif bare in (">&", "<&") and (target.isdigit() or target == "-"):
             key.append(op + target)
@@ -406,14 +418,24 @@ def _shell_script(words: list[str]) -> str | None:
     return None
 
 
-def _tokens_of(command: str) -> list[Token]:
-    """The tokens of a command; plain words, and words with single quotes, skip the tokenizer."""
-    if _SIMPLE.compiled.fullmatch(command):
+def tokens_of(command: str) -> list[Token]:
+    """The tokens of a command, as ``antiloop._shell.tokenize`` reads them, fast for most.
+
+    Plain words, and words with single-quoted strings and the separators ``; & | && || ;; |&``
+    (no double quotes, escapes, expansions, redirections or comments) skip the tokenizer.
+    """
+    if RX.simple.fullmatch(command):
         return [("w", w) for w in command.split()]
-    if command.count("'") % 2 == 0 and _NOT_QUOTED_WORDS.compiled.search(command) is None:
-        # Only words and single-quoted strings: a quote is removed with what it quotes kept.
-        return [("w", w.replace("'", "")) for w in _QUOTED_WORDS.compiled.findall(command)]
+    if command.count("'") % 2 == 0 and RX.not_words_ops.search(command) is None:
+        # a quote is removed with what it quotes kept
+        return [
+            ("sep", t) if t in _SEPARATORS else ("w", t.replace("'", ""))
+            for t in RX.words_ops.findall(command)
+        ]
     return tokenize(command)
+
+
+_SEPARATORS = frozenset({"&&", "||", ";;", "|&", ";", "&", "|"})
 
 
 def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
@@ -427,7 +449,7 @@ def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
             stripped = stripped[:-1].rstrip()
         elif blank.isspace() and blank != "\n":  # an escaped trailing blank is a word:
             stripped = rest  # ``printf \ `` prints a space
-    cmds = commands(_tokens_of(stripped))
+    cmds = commands(tokens_of(stripped))
     if len(cmds) == 1 and not cmds[0].redirs and cmds[0].sep in ("", ";"):
         script = _shell_script(cmds[0].words)
         if script is not None:

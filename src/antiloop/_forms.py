@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
-from antiloop._lazy import LazyPattern
+from antiloop._patterns import Patterns
 
 __all__ = [
     "canonical_json",
@@ -26,17 +27,19 @@ __all__ = [
     "verbatim",
 ]
 
-_TRAILING_WS = LazyPattern(r"[ \t\r\f\v]+(?=\n|\Z)")
-_URL = LazyPattern(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_WORD_RUN = LazyPattern(r"[^\W_]+|\|")
-_REGEX_NOISE = LazyPattern(
-    r"\\."  # escapes: \b \s \w \d vanish, and so do escaped punctuation marks (\[ \.)
-    r"|\[\^?\]?(?:\[:[a-z]+:\]|[^\]])*\]"  # bracket classes, with POSIX classes inside
-    r"|\{\d*(?:,\d*)?\}"  # counted repetition {2,3}
-    r"|\(\?[A-Za-z-]*\)"  # inline flags (?i)
+RX = Patterns(
+    trailing_ws=r"[ \t\r\f\v]+(?=\n|\Z)",
+    url=r"^[A-Za-z][A-Za-z0-9+.-]*://",
+    word_run=r"[^\W_]+|\|",
+    regex_noise=(
+        r"\\."  # escapes: \b \s \w \d vanish, and so do escaped punctuation marks (\[ \.)
+        r"|\[\^?\]?(?:\[:[a-z]+:\]|[^\]])*\]"  # bracket classes, with POSIX classes inside
+        r"|\{\d*(?:,\d*)?\}"  # counted repetition {2,3}
+        r"|\(\?[A-Za-z-]*\)"  # inline flags (?i)
+    ),
+    case_split=r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])",
+    safe_word=r"[^\s'\"\\;&|<>()$`#]+",
 )
-_CASE_SPLIT = LazyPattern(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SAFE_WORD = LazyPattern(r"[^\s'\"\\;&|<>()$`#]+")
 
 
 def canonical_text(text: str) -> str:
@@ -52,12 +55,12 @@ def canonical_text(text: str) -> str:
 
 def verbatim(word: str) -> str:
     """A word kept as written, except the trailing spaces of a multi-line body's lines."""
-    return _TRAILING_WS.compiled.sub("", word) if "\n" in word else word
+    return RX.trailing_ws.sub("", word) if "\n" in word else word
 
 
 def render(word: str) -> str:
     """A word as it reads in a context: quoted only where needed."""
-    if _SAFE_WORD.compiled.fullmatch(word):
+    if RX.safe_word.fullmatch(word):
         return word
     return "'" + word.replace("'", "'\\''") + "'"
 
@@ -157,6 +160,7 @@ def key_params(canon: dict[str, Any]) -> str:
     return "{" + ",".join(parts) + "}"
 
 
+@lru_cache(maxsize=4096)
 def canonical_path(path: str, cwd: str | None = None) -> str | None:
     """A path in canonical form, or None when the text is not a path (a URL, ``./...``).
 
@@ -168,7 +172,7 @@ def canonical_path(path: str, cwd: str | None = None) -> str | None:
         ('src/app', 'src', None)
     """
     p = path.strip()
-    if not p or "..." in p or _URL.compiled.match(p):
+    if not p or "..." in p or RX.url.match(p):
         return None
     absolute = p.startswith("/")
     if "/" in p or p.startswith("."):
@@ -196,7 +200,7 @@ def _noise(m: re.Match[str]) -> str:
 
 def _split_case(run: str) -> list[str]:
     if run.isascii():
-        return _CASE_SPLIT.compiled.sub(" ", run).split()
+        return RX.case_split.sub(" ", run).split()
     words: list[str] = []
     start = 0
     for i in range(1, len(run)):
@@ -223,12 +227,12 @@ def pattern_words(pattern: str) -> str:
     """
     pattern = pattern.strip()
     text = (
-        _REGEX_NOISE.compiled.sub(_noise, pattern)
+        RX.regex_noise.sub(_noise, pattern)
         if ("\\" in pattern or "[" in pattern or "{" in pattern or "(?" in pattern)
         else pattern
     )
     words: list[str] = []
-    for run in _WORD_RUN.compiled.findall(text):
+    for run in RX.word_run.findall(text):
         if run == "|" or run.islower() or run.isdigit():
             words.append(run)
         else:
@@ -242,7 +246,7 @@ def pattern_words(pattern: str) -> str:
 
 def _edge_length(pattern: str, step: int) -> int:
     """How many characters at one end of a pattern are no letter or digit (escapes whole)."""
-    noise = _REGEX_NOISE.compiled
+    noise = RX.regex_noise
     n = len(pattern)
     i = 0
     while i < n:

@@ -44,7 +44,7 @@ from antiloop._forms import (
     pattern_words,
     render,
 )
-from antiloop._lazy import LazyPattern
+from antiloop._patterns import Patterns
 from antiloop._rules import BUILTIN, Program, Rules, Runner, Wrapper
 
 __all__ = [
@@ -123,7 +123,7 @@ _SHELL_TOOLS = _names(
 _EDITOR_TOOLS = _names("str_replace_editor str_replace_based_edit_tool file_editor")
 _EDITOR_TEXT_KEYS = ("old_str", "new_str", "file_text", "insert_line", "content")
 _NOT_RUNS = frozenset(_TOOLS)
-_TOOL_CHARS = LazyPattern(r"[^a-z0-9._-]")
+_TOOL_CHARS = Patterns(other=r"[^a-z0-9._-]")
 # Argument keys that are the agent's commentary, not parameters of the call.
 _COMMENTARY = _names("thought explanation impl_source confirmation_state security_risk")
 # Shell tools also carry a human description of the command (Claude Code's Bash).
@@ -147,7 +147,7 @@ def operation_of_tool(tool: str) -> str | None:
     op = _TABLE.get(low)
     if op is not None:
         return op
-    return _TOOL_CHARS.compiled.sub("-", low)
+    return _TOOL_CHARS.other.sub("-", low)
 
 
 # --------------------------------------------------------------------------------------------
