@@ -7,9 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from antiloop import canonical
-from antiloop._commands import tokens_of
 from antiloop._rules import BUILTIN, Program, Runner, Wrapper, rules_from_mapping
-from antiloop._shell import tokenize
+from antiloop._shell import tokenize, tokens_of
 from antiloop.config import read_settings
 from antiloop.errors import ConfigError
 

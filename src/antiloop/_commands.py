@@ -14,7 +14,7 @@ from typing import Any
 from antiloop._forms import canonical_path, dumps_items, pattern_words, render, verbatim
 from antiloop._patterns import Patterns
 from antiloop._rules import OPERATIONS, Program, Rules, Runner
-from antiloop._shell import INPUTS, WRITES, Command, Token, commands, tokenize
+from antiloop._shell import INPUTS, WRITES, Command, commands, tokens_of
 
 __all__ = ["Shell", "shell"]
 
@@ -37,10 +37,6 @@ RX = Patterns(
     ext=r"\.[A-Za-z][A-Za-z0-9_]{0,9}$",
     not_pathy=r"[\s'\"`$;&|<>()\\{}=]",
     sed_script=r"^(?:\d+,?\d*)?[sy]([/|#:,@!]).*\1.*\1\w*$",
-    # the fast paths of the tokenizer: plain words; words, single quotes and ; & | && || only
-    simple=r"[A-Za-z0-9_./=:@%+,*?~^-]+(?: +[A-Za-z0-9_./=:@%+,*?~^-]+)*",
-    words_ops=r"(?:[^\s;&|']+|'[^']*')+|&&|\|\||;;|\|&|[;&|]",
-    not_words_ops=r"[\"\\$`<>()#\n\r]",
 )
 
 
@@ -416,26 +412,6 @@ def _shell_script(words: list[str]) -> str | None:
             return words[k + 1] if k + 1 < n else None
         k += 2 if words[k] in ("-o", "+o", "-O", "+O") else 1
     return None
-
-
-def tokens_of(command: str) -> list[Token]:
-    """The tokens of a command, as ``antiloop._shell.tokenize`` reads them, fast for most.
-
-    Plain words, and words with single-quoted strings and the separators ``; & | && || ;; |&``
-    (no double quotes, escapes, expansions, redirections or comments) skip the tokenizer.
-    """
-    if RX.simple.fullmatch(command):
-        return [("w", w) for w in command.split()]
-    if command.count("'") % 2 == 0 and RX.not_words_ops.search(command) is None:
-        # a quote is removed with what it quotes kept
-        return [
-            ("sep", t) if t in _SEPARATORS else ("w", t.replace("'", ""))
-            for t in RX.words_ops.findall(command)
-        ]
-    return tokenize(command)
-
-
-_SEPARATORS = frozenset({"&&", "||", ";;", "|&", ";", "&", "|"})
 
 
 def shell(command: str, cwd: str | None, rules: Rules) -> Shell:

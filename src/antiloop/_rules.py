@@ -23,7 +23,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from antiloop.errors import ConfigError
@@ -45,105 +45,54 @@ _NONE: frozenset[str] = frozenset()
 
 @dataclass(frozen=True, slots=True)
 class Program:
-    """How one program reads its arguments, and what operation a run of it is.
+    """How one program reads its arguments, and what operation a run of it is."""
 
-    Attributes:
-        name: the program's name (``grep``), or a subcommand's (``git grep``).
-        aliases: other names of the same program (``egrep``).
-        short: short flags that take a value (``-A 3``, ``-A3``).
-        long: long flags, without ``--``, that take a value (``--max-count 3``).
-        commute: the order of flags is cosmetic: they are sorted (search and list programs);
-            the run is a ``grep`` when ``search``, else a ``list``.
-        search: the first operand is a search pattern, read as its words.
-        patterns: flags whose value is a search pattern (with ``search``).
-        globs: flags whose value is a file pattern, kept in the context (with ``commute``).
-        rest: flags that take every word after them (``fd -x CMD ARGS``).
-        no_pattern: flags after which no operand is a pattern (``grep -e X``: paths only).
-        files: the operands, flags and their values set apart, name files; False: no flag
-            spec, every word that looks like a path is one (``find``, ``git``).
-        op: the operation of every run (``read``, ``list``, ``edit``); ``""``: ``bash``, or
-            the run kind of a :class:`Runner`.
-        file_op: the operation of a run with file operands (``tee FILE``: ``edit``).
-        file_flags: flags whose value is a file operand (``patch -i FILE``).
-        op_flags: (flag, operation) pairs, the first flag given sets the operation
-            (``sed -i``: ``edit``; ``sed -n``: ``read``).
-        script: the first operand is a script, kept verbatim, unless a ``script_flags`` flag
-            gives it (``sed 's/a/b/' f``, ``sed -e 's/a/b/' f``).
-        script_flags: see ``script``.
-        expression: after the start points, an expression whose tests named here take a file
-            pattern (``find . -name '*.py'``).
-        subcommands: the first word after its options (``short``/``long``) is a subcommand;
-            a row named ``"PROGRAM SUB"`` reads the rest.
-    """
-
-    name: str
-    aliases: tuple[str, ...] = ()
-    short: str = ""
-    long: frozenset[str] = _NONE
-    commute: bool = False
-    search: bool = False
-    patterns: frozenset[str] = PATTERN_FLAGS
-    globs: frozenset[str] = GLOB_FLAGS
-    rest: frozenset[str] = _NONE
-    no_pattern: frozenset[str] = _NONE
-    files: bool = True
-    op: str = ""
-    file_op: str = ""
-    file_flags: frozenset[str] = _NONE
-    op_flags: tuple[tuple[str, str], ...] = ()
-    script: bool = False
-    script_flags: frozenset[str] = _NONE
-    expression: frozenset[str] = _NONE
-    subcommands: bool = False
+    name: str  # the program's name (``grep``), or a subcommand's (``git grep``)
+    aliases: tuple[str, ...] = ()  # other names of the same program (``egrep``)
+    short: str = ""  # short flags that take a value (``-A 3``, ``-A3``)
+    long: frozenset[str] = _NONE  # long flags, without ``--``, that take a value
+    commute: bool = False  # flag order is cosmetic: sorted; the run is a grep (search) or list
+    search: bool = False  # the first operand is a search pattern, read as its words
+    patterns: frozenset[str] = PATTERN_FLAGS  # flags whose value is a search pattern
+    globs: frozenset[str] = GLOB_FLAGS  # flags whose value is a file pattern (with commute)
+    rest: frozenset[str] = _NONE  # flags that take every word after them (``fd -x CMD``)
+    no_pattern: frozenset[str] = _NONE  # with one of these no operand is a pattern (grep -e)
+    files: bool = True  # operands name files; False: no flag spec, path-like words are paths
+    op: str = ""  # the operation of every run (read, list, edit); "": bash or a Runner's kind
+    file_op: str = ""  # the operation of a run with file operands (``tee FILE``: edit)
+    file_flags: frozenset[str] = _NONE  # flags whose value is a file operand (``patch -i F``)
+    op_flags: tuple[tuple[str, str], ...] = ()  # (flag, op): the first given sets the op
+    script: bool = False  # the first operand is a script, verbatim (``sed 's/a/b/' f``) ...
+    script_flags: frozenset[str] = _NONE  # ... unless one of these gives it (``sed -e``)
+    expression: frozenset[str] = _NONE  # start points, then tests taking file patterns (find)
+    subcommands: bool = False  # its first operand is a subcommand: read by "NAME SUB"'s row
 
 
 @dataclass(frozen=True, slots=True)
 class Wrapper:
-    """A command that runs the command after its options: the engine looks through it.
+    """A command that runs the command after its options: the engine looks through it."""
 
-    Attributes:
-        name: the wrapper's name (``timeout``).
-        sub: it wraps only with this subcommand (``npm exec``, ``uv run``); ``""``: always.
-        short: short options that take a value (``nice -n 5``).
-        long: long options, without ``--``, that take a value.
-        operands: words after the options before the command (``timeout 5``: 1).
-        module: the flag that names the program run (``python -m pytest``); a wrapper with a
-            module flag is itself the program when the flag is not given.
-        stop: options that end its options (``python -c``).
-        versioned: the name may carry a version (``python3``, ``python3.11``).
-    """
-
-    name: str
-    sub: str = ""
-    short: str = ""
-    long: frozenset[str] = _NONE
-    operands: int = 0
-    module: str = ""
-    stop: frozenset[str] = _NONE
-    versioned: bool = False
+    name: str  # the wrapper's name (``timeout``)
+    sub: str = ""  # it wraps only with this subcommand (``npm exec``, ``uv run``)
+    short: str = ""  # short options that take a value (``nice -n 5``)
+    long: frozenset[str] = _NONE  # long options, without ``--``, that take a value
+    operands: int = 0  # words after the options before the command (``timeout 5``: 1)
+    module: str = ""  # the flag naming the program run (``python -m``); without it, itself
+    stop: frozenset[str] = _NONE  # options that end its options (``python -c``)
+    versioned: bool = False  # the name may carry a version (``python3.11``)
 
 
 @dataclass(frozen=True, slots=True)
 class Runner:
-    """A program whose run is a test or a build, by its subcommand when ``words`` is set.
+    """A program whose run is a test or a build, by its subcommand when ``words`` is set."""
 
-    Attributes:
-        program: the program's name (``pytest``, ``npm``).
-        kind: ``test`` or ``build``.
-        words: subcommands that make the run this kind; empty: every run.
-        anywhere: a word counts as any operand (``mvn clean test``), else as the first one.
-        through: first operands that hand over to the next one (``npm run test``).
-        scoped: ``prefix``: ``test:unit`` counts as ``test``; ``suffix``: ``:app:test`` does.
-        direct: more words that count only as the first operand (``npm t``).
-    """
-
-    program: str
-    kind: str
-    words: frozenset[str] = _NONE
-    anywhere: bool = False
-    through: frozenset[str] = _NONE
-    scoped: str = ""
-    direct: frozenset[str] = _NONE
+    program: str  # the program's name (``pytest``, ``npm``)
+    kind: str  # test or build
+    words: frozenset[str] = _NONE  # subcommands that make the run this kind; empty: every run
+    anywhere: bool = False  # a word counts as any operand (``mvn clean test``), else the first
+    through: frozenset[str] = _NONE  # first operands handing over to the next (``npm run X``)
+    scoped: str = ""  # prefix: ``test:unit`` counts as ``test``; suffix: ``:app:test`` does
+    direct: frozenset[str] = _NONE  # more words that count only as the first operand (npm t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,15 +264,12 @@ BUILTIN = Rules({}, {}, {}).extend(_PROGRAMS, _WRAPPERS, _RUNNERS)
 # Rows from config: the [canonical] table
 # --------------------------------------------------------------------------------------------
 
-_ROWS: dict[str, type[Program] | type[Wrapper] | type[Runner]] = {
-    "programs": Program,
-    "wrappers": Wrapper,
-    "runners": Runner,
-}
+_ROWS: dict[str, type[Any]] = {"programs": Program, "wrappers": Wrapper, "runners": Runner}
+_OPS = ("", *OPERATIONS)
 _CHOICES = {
     "kind": ("test", "build"),
-    "op": ("", *OPERATIONS),
-    "file_op": ("", *OPERATIONS),
+    "op": _OPS,
+    "file_op": _OPS,
     "scoped": ("", "prefix", "suffix"),
 }
 
@@ -360,10 +306,9 @@ def _row(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
         if f is None:
             raise ConfigError(f"{where} {unknown('key', key, known)}")
         values[key] = _value(key, value, f.default, where)
-    required = [f.name for f in fields(cls) if f.name not in values and f.name in ("name",
-                "program", "kind")]  # fmt: skip
-    if required:
-        raise ConfigError(f"{where} needs {required[0]!r}")
+    missing = [f.name for f in fields(cls) if f.default is MISSING and f.name not in values]
+    if missing:
+        raise ConfigError(f"{where} needs {missing[0]!r}")
     return cls(**values)
 
 
