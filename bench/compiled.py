@@ -63,12 +63,11 @@ def _unwrap(module: Any, name: str, *also: Any) -> None:
 
 
 def _caches() -> dict[str, Callable[[], None]]:
-    from antiloop import canonical, guard, readings
+    from antiloop import _commands, _forms, canonical, decide, readings
 
     return {
-        "canonical.canonical_path (lru 4096)": lambda: _unwrap(canonical, "canonical_path", guard),
-        "canonical._cached_shell_procedure (lru 1024)": lambda: setattr(
-            canonical, "_cached_shell_procedure", canonical._parse_shell_procedure
+        "_forms.canonical_path (lru 4096)": lambda: _unwrap(
+            _forms, "canonical_path", canonical, _commands, decide
         ),
         "canonical._known (procedure FIFO 1024)": lambda: setattr(
             canonical, "_known", _KeepsNothing()

@@ -530,11 +530,6 @@ def test_a_cd_elsewhere_names_the_files_from_there(command: str, paths: tuple[st
     assert sh(command, cwd="/w").paths == paths
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an absolute path under cwd is made relative before it is joined to a leading"
-    " cd's directory (`cd src && cat /w/a.py` in /w names src/a.py)",
-)
 @pytest.mark.parametrize("first", ["cd src", "cd ~"])
 def test_an_absolute_path_after_a_cd_is_still_the_cwd_file(first: str) -> None:
     """An absolute path names one file wherever a leading ``cd`` went."""

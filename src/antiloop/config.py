@@ -24,7 +24,7 @@ OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
-TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp", "fleet")
+TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp", "fleet", "canonical")
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +239,24 @@ def read_settings(path: str | Path) -> Settings:
                 f"{file}: {unknown('table or key', extra, ('guard', *TABLES))} beside [guard]"
             )
         data = guard
+    if "canonical" in tables:
+        use_canonical_rows(tables["canonical"], str(file))
     return Settings(data, tables, str(file))
+
+
+def use_canonical_rows(table: Mapping[str, Any], source: str) -> None:
+    """Read shell commands with the rows of a ``[canonical]`` table too, process-wide.
+
+    The table's ``programs``, ``wrappers`` and ``runners`` (``antiloop._rules``) extend the
+    built-in rows; every command and hook reads its config through ``read_settings``.
+
+    Raises:
+        ConfigError: a bad row, named in one line.
+    """
+    from antiloop import canonical
+    from antiloop._rules import rules_from_mapping
+
+    canonical.use_rules(rules_from_mapping(table, source))
 
 
 def _first_line(exc: Exception) -> str:
