@@ -26,6 +26,8 @@ CORE = (
     "antiloop._shell",
     "antiloop.canonical",
     "antiloop.readings",
+    "antiloop.readings_rules",
+    "antiloop.readings_engine",
     "antiloop.deferred",
     "antiloop.decide",
     "antiloop.fingerprint",

@@ -24,7 +24,7 @@ OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
-TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp")
+TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp", "readings")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,8 +140,9 @@ class Settings:
 
     Attributes:
         guard: the guard's keys (at the top of the file, or under ``[guard]``), not yet checked.
-        tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, ``[budgets]``, as
-            given (each checked by the part it configures).
+        tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, ``[budgets]``,
+            ``[mcp]``, ``[readings]``, as given (each checked by the part it configures;
+            ``[readings]``'s rows are checked and put in use as the file is read).
         source: the file read.
     """
 
@@ -191,7 +192,21 @@ def read_settings(path: str | Path) -> Settings:
                 f"{file}: {unknown('table or key', extra, ('guard', *TABLES))} beside [guard]"
             )
         data = guard
+    if "readings" in tables:
+        _install_readings(tables["readings"], str(file))
     return Settings(data, tables, str(file))
+
+
+def _install_readings(table: Mapping[str, Any], source: str) -> None:
+    """``[readings]``: test runners, error-line rules and scrubbers added to the built-in rows.
+
+    The rows are checked (a bad one is a ``ConfigError`` naming it) and put in use for the
+    process that read the file (``antiloop.readings_engine.install``).
+    """
+    from antiloop.readings_engine import install
+    from antiloop.readings_rules import rules_from_table
+
+    install(rules_from_table(table, source))
 
 
 def _first_line(exc: Exception) -> str:
