@@ -252,14 +252,14 @@ class _Summaries:
     """The runner rows, compiled into one regex tried at line starts."""
 
     def __init__(self, runners: tuple[Runner, ...]) -> None:
-        self.runners = runners
-        self.failing = [re.compile(r.failing) if r.failing else None for r in runners]
+        self.rows = {
+            f"r{i}": (re.compile(r.failing) if r.failing else None, r.partial)
+            for i, r in enumerate(runners)
+        }
         self.counts = [r.count for r in runners if r.count]
-        starts = "".join(sorted({c for r in runners for c in r.starts}))
         lead = r"\n[ ]*+(?:=++[ ]++)?"
-        if all(r.starts for r in runners):  # a row without ``starts`` may begin anywhere
-            chars = re.escape(starts)
-            lead = rf"\n(?=[ ={chars}])[ ]*+(?:=++[ ]++)?(?=[{chars}])"
+        if all(r.starts for r in runners):  # a row without ``starts`` may begin anyhow
+            lead = rf"\n(?=[ =]|{_starts(runners)})[ ]*+(?:=++[ ]++)?(?={_starts(runners)})"
         body = "|".join(f"(?P<r{i}>{r.summary})" for i, r in enumerate(runners))
         self.regex = re.compile(f"{lead}(?:{body})")
 
@@ -269,22 +269,19 @@ class _Summaries:
         if "\x1b" in tail:
             tail = _ANSI.sub("", tail)
         found = False
-        whole: dict[int, int] = {}
-        parts: dict[int, int] = {}
+        whole: dict[str, int] = {}
+        parts: dict[str, int] = {}
         for m in self.regex.finditer(tail):
             found = True
-            name = m.lastgroup or "r0"
-            index = int(name[1:])
+            name = m.lastgroup or ""
             summary = m[name]
+            failing, partial = self.rows[name]
             bad = 0
-            failing = self.failing[index]
             if failing is not None:
                 for hit in failing.finditer(summary):
-                    numbers = [int(g) for g in hit.groups() if g]
-                    bad += sum(numbers) if hit.re.groups else 1
-            partial = self.runners[index].partial
+                    bad += sum([int(g) for g in hit.groups() if g]) if failing.groups else 1
             into = parts if partial and partial in summary else whole
-            into[index] = into.get(index, 0) + bad
+            into[name] = into.get(name, 0) + bad
         counted = 0
         for literal in self.counts:
             if literal[0] in text:
@@ -292,7 +289,19 @@ class _Summaries:
         if not (found or counted):
             return None
         total = sum(whole.values()) + counted
-        return total + sum(bad for index, bad in parts.items() if index not in whole)
+        return total + sum(bad for name, bad in parts.items() if name not in whole)
+
+
+def _starts(runners: tuple[Runner, ...]) -> str:
+    """How the summaries begin, as one regex: one class of the characters, then the others."""
+    chars: list[str] = []
+    others: list[str] = []
+    for one in dict.fromkeys(r.starts for r in runners):
+        if re.fullmatch(r"\\d|\[[^\]\\]*(?:\\.[^\]\\]*)*\]|\w", one):
+            chars.append(one[1:-1] if one.startswith("[") else one)
+        else:
+            others.append(f"(?:{one})")
+    return "|".join(([f"[{''.join(chars)}]"] if chars else []) + others)
 
 
 class Engine:

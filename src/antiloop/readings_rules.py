@@ -66,7 +66,7 @@ class Runner:
         partial: a summary holding this text is a part's line (a test class), counted only
             where the runner printed no whole summary.
         count: a text counted over the whole output, each a failing test (``--- FAIL:``).
-        starts: the characters a summary can begin with (a fast filter); empty: any.
+        starts: a regex of how a summary begins (a fast filter); empty: it may begin anyhow.
     """
 
     name: str
@@ -174,11 +174,11 @@ RUNNERS = (
         r"(?:(?:\d+ (?:failed|passed|skipped|deselected|xfailed|xpassed|warnings?|errors?"
         r"|rerun)(?:, |[ ]))+|no tests ran[ ])in \d+(?:\.\d+)?[ ]?s",
         failing=r"(\d+) (?:failed|errors?)\b",
-        starts="0123456789n",
+        starts=r"[\dn]",
     ),
     # "  3 failing" (after "  5 passing (12ms)")
-    Runner("mocha", r"\d+ failing\b|\d+ passing \(", r"(\d+) failing", starts="0123456789"),
-    Runner("rspec", r"\d+ examples?, \d+ failures?", r"(\d+) failures?", starts="0123456789"),
+    Runner("mocha", r"\d+ failing\b|\d+ passing \(", r"(\d+) failing", starts=r"\d"),
+    Runner("rspec", r"\d+ examples?, \d+ failures?", r"(\d+) failures?", starts=r"\d"),
     # "Tests:       2 failed, 5 passed, 7 total" (not "Test Suites:")
     Runner("jest", r"Tests:[ ]+[^\n]*\btotal", r"(\d+) failed\b", starts="T"),
     # " Tests  2 failed | 5 passed (7)"
@@ -195,7 +195,7 @@ RUNNERS = (
         r"(?:\[[A-Z]+\][ ]+)?Tests run: \d+,[ ]+Failures: \d+[^\n]*",
         r"^(?:\[[A-Z]+\][ ]+)?Tests run: \d+,[ ]+Failures: (\d+)(?:,[ ]+Errors: (\d+))?",
         partial="Time elapsed",
-        starts="[T",
+        starts=r"[\[T]",
     ),
     # "Ran 7 tests in 0.003s", a blank line, "FAILED (failures=2, errors=1)" or "OK"
     Runner(
@@ -209,10 +209,10 @@ RUNNERS = (
         "cargo",
         r"test result: (?:ok|FAILED)\. \d+ passed; \d+ failed;",
         r"(\d+) failed;",
-        starts="t",
+        starts="test result: ",
     ),
     # a package verdict line; each "--- FAIL:" line, over the whole text, is one failing test
-    Runner("go", r"ok[ ]+\S+\t|PASS(?=\n|$)|FAIL\t", count="--- FAIL:", starts="oPF"),
+    Runner("go", r"ok[ ]+\S+\t|PASS(?=\n|$)|FAIL\t", count="--- FAIL:", starts="[oPF]"),
 )
 
 # A line that says the command timed out: "timed out" in any case, the word Timeout (capitalised
@@ -241,9 +241,13 @@ ERROR_RULES: tuple[ErrorRule, ...] = (
 _UNIT = r"(?:ns|us|\xc2\xb5s|\xce\xbcs|ms|s|secs?|seconds?|mins?|minutes?|hrs?|hours?|h)"
 _MONTHS = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 _TIME_TAIL = r"(?:[.,]0+)?(?: ?[ap]m(?!\w))?(?:z(?!\w)|[+-]00:?00(?!0))?"
-# A number's first digit (not inside a word, a decimal or a file:line), its digits, and one of
-# the few characters a volatile value goes on with (most numbers stop here).
-_NUMBER = r"0(?<![\w.:]0)0*+(?=[-/:x.hmnust,\xc2\xce]| [nusmhjfaod0\xc2\xce])"
+# A number's first digit (not inside a word, a decimal or a file:line), where its digits go on
+# with one of the few characters a volatile value goes on with, or follow "pid " or "[1] " (most
+# numbers stop here).
+_NUMBER = (
+    r"0(?<![\w.:]0)(?=0*+(?:[-/:x.hmnust,\xc2\xce]| [nusmhjfaod0\xc2\xce])"
+    r"|(?<=[dsp\]+][ \t:=#]0)|(?<=[ds]: 0))"
+)
 _TMP_END = r"[^\s'\"`:,;()\[\]{}<>|]*"
 
 
@@ -254,37 +258,36 @@ def _number(name: str, pattern: str, placeholder: str, **more: Any) -> Scrubber:
 SCRUBBERS = (
     # 0.52s, 412ms, 3 ms, 4.1 s, 1m30s, 2h30m, 1.5 seconds
     _number(
-        "duration", r"(?:\.0++)?(?:[hm]0++(?:\.0++)?)*+ ?" + _UNIT + r"(?!\w)|h00?m(?!\w)", "<dur>"
+        "duration",
+        r"0*+(?:(?:\.0++)?(?:[hm]0++(?:\.0++)?)*+ ?" + _UNIT + r"(?!\w)|h00?m(?!\w))",
+        "<dur>",
     ),
     # 04:28:00, 4:28:00.123 pm, 04:28:00+01:00
-    _number("time", r":(?<![0-9]{3}:)00:00(?![0-9:])" + _TIME_TAIL, "<time>"),
+    _number("time", r"0*+:(?<![0-9]{3}:)00:00(?![0-9:])" + _TIME_TAIL, "<time>"),
     # 2025-11-30, 2025/11/30, with an optional time (ISO 8601); 30/11/2025; 30 Nov 2025
     _number(
         "date",
-        r"[-/](?<![0-9]{5}[-/])(?<=[0-9]{4}[-/])00?[-/]00?(?!0)"
+        r"0*+(?:[-/](?<![0-9]{5}[-/])(?<=[0-9]{4}[-/])00?[-/]00?(?!0)"
         r"(?:[t ]00?:00(?::00)?(?!0)" + _TIME_TAIL + r")?"
         r"|[-/](?<![0-9]{3}[-/])00?[-/]0000(?!0)"
-        r"| (?<![0-9]{3} )" + _MONTHS + r",? 0000(?!0)",
+        r"| (?<![0-9]{3} )" + _MONTHS + r",? 0000(?!0))",
         "<date>",
     ),
     # 0x7f3a9c2e1b40
-    _number("hex", r"x(?<![0-9]{2}x)[0-9a-f]{4,}(?!\w)", "0x<hex>", raw="0"),
+    _number("hex", r"0*+x(?<![0-9]{2}x)[0-9a-f]{4,}(?!\w)", "0x<hex>", raw="0"),
     # the day and year of a month-first date (Nov 30, 2025), the month masked with them
     _number(
         "month day",
-        r"(?<![0-9]{3})(?:st|nd|rd|th)?,? 0000(?!0)",
+        r"0*+(?<![0-9]{3})(?:st|nd|rd|th)?,? 0000(?!0)",
         "<date>",
         before=r"(?:^|[^\w])(" + _MONTHS + r") $",
         reach=14,
     ),
     # pid 4242, PID: 4242, ppid=1, pgid 17, process 4242; "[1] 4242" (shell job control)
-    Scrubber(
+    _number(
         "process id",
         r"(?:(?<=[dsp\]+][ \t:=#]0)|(?<=[ds]: 0))0*+(?![0-9])",
         "<pid>",
-        lead=r"0(?<![\w.:]0)",
-        view=True,
-        needs="0",
         before=r"(?:(?:^|[^\w])(?:p?pid|pgid|process(?: group)?(?: id)?)[ \t]*[:=#]?[ \t]*"
         r"|(?:^|[^\w\[])\[0+\]\+? )$",
     ),
@@ -320,7 +323,7 @@ _KINDS: dict[str, tuple[type[Any], ...]] = {
     "scrubbers": (Scrubber,),
     "error_lines": (Pattern, NoError),
 }
-_REGEXES = ("summary", "failing", "pattern", "before", "after", "then", "lead")
+_REGEXES = ("starts", "summary", "failing", "pattern", "before", "after", "then", "lead")
 
 
 def rules_from_table(table: Mapping[str, Any], source: str = "config") -> Rules:
