@@ -86,7 +86,6 @@ class _Finder:
 
     def __init__(self, rules: Iterable[object]) -> None:
         self.words: list[tuple[str, str | None]] = []
-        self.view_words: list[tuple[bytes, str | None]] = []
         self.blocks: list[tuple[str, re.Pattern[str] | None, re.Pattern[str] | None]] = []
         self.ends: list[tuple[str, re.Pattern[str]]] = []
         self.patterns: list[tuple[re.Pattern[str], tuple[str, ...]]] = []
@@ -94,7 +93,6 @@ class _Finder:
         for rule in rules:
             if isinstance(rule, Word):
                 self.words.append((rule.word, rule.cased or None))
-                self.view_words.append((rule.word.encode(), rule.cased or None))
             elif isinstance(rule, Block):
                 after = re.compile(rule.after) if rule.after else None
                 before = re.compile(rule.before) if rule.before else None
@@ -113,16 +111,10 @@ class _Finder:
         ``low`` is the text lower-cased, or the class view of an ASCII text (same positions).
         """
         best = len(text)
-        if isinstance(low, bytes):
-            for view_word, cased in self.view_words:
-                found = _word_in_view(text, low, view_word, cased, pos, best)
-                if found >= 0:
-                    best = found
-        else:
-            for word, cased in self.words:
-                found = _word_in_text(text, low, word, cased, pos, best)
-                if found >= 0:
-                    best = found
+        for word, cased in self.words:
+            found = _word_at(text, low, word, cased, pos, best)
+            if found >= 0:
+                best = found
         for literal, after, before in self.blocks:
             if literal[0] in text:  # one character searched by memchr, far cheaper than all
                 found = _line_start(text, literal, after, before, pos, best)
@@ -172,44 +164,32 @@ class _Finder:
         return None
 
 
-def _is_word(char: str) -> bool:
+def _word_at(text: str, low: str | bytes, word: str, cased: str | None, pos: int, end: int) -> int:
+    """Where ``word`` next reads as an error (a whole word, or ``…Error:``), or -1.
+
+    ``low`` is the text lower-cased, or the class view of an ASCII text (lower-cased already).
+    """
+    size = len(word)
+    needle: str | bytes = word.encode("ascii") if isinstance(low, bytes) else word
+    while True:
+        at = low.find(needle, pos, end)  # type: ignore[arg-type]  # str in str, bytes in bytes
+        if at < 0:
+            return -1
+        after = at + size
+        if (at == 0 or not _is_word(low, at - 1)) and (
+            after >= len(low) or not _is_word(low, after)
+        ):
+            return at
+        if cased is not None and text.startswith(cased, at) and text.startswith(":", after):
+            return at
+        pos = at + 1
+
+
+def _is_word(low: str | bytes, at: int) -> bool:
+    if isinstance(low, bytes):
+        return low[at] in _WORD_BYTES
+    char = low[at]
     return char.isalnum() or char == "_"
-
-
-def _word_in_text(text: str, low: str, word: str, cased: str | None, pos: int, end: int) -> int:
-    """Where ``word`` next reads as an error (a whole word, or ``…Error:``), or -1."""
-    size = len(word)
-    while True:
-        at = low.find(word, pos, end)
-        if at < 0:
-            return -1
-        after = at + size
-        if (at == 0 or not _is_word(low[at - 1])) and (
-            after >= len(low) or not _is_word(low[after])
-        ):
-            return at
-        if cased is not None and text.startswith(cased, at) and text.startswith(":", after):
-            return at
-        pos = at + 1
-
-
-def _word_in_view(
-    text: str, view: bytes, word: bytes, cased: str | None, pos: int, end: int
-) -> int:
-    """``_word_in_text`` on the class view of an ASCII text (lower-cased already)."""
-    size = len(word)
-    while True:
-        at = view.find(word, pos, end)
-        if at < 0:
-            return -1
-        after = at + size
-        if (at == 0 or view[at - 1] not in _WORD_BYTES) and (
-            after >= len(view) or view[after] not in _WORD_BYTES
-        ):
-            return at
-        if cased is not None and text.startswith(cased, at) and text.startswith(":", after):
-            return at
-        pos = at + 1
 
 
 def _line_start(
