@@ -158,5 +158,5 @@ def test_a_runner_row_without_groups_counts_each_match() -> None:
     rows = rules_from_table(
         {"test_runners": [{"name": "tap", "summary": r"1\.\.\d+[^\x00]*", "failing": "not ok"}]}
     )
-    engine = Engine(BUILTIN + rows)
+    engine = Engine(Rules(BUILTIN.runners + rows.runners, BUILTIN.errors, BUILTIN.scrubbers))
     assert engine.failing(["1..3\nok 1\nnot ok 2\nnot ok 3\n"]) == 2

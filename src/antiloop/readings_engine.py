@@ -365,4 +365,7 @@ def current() -> Engine:
 
 def install(rules: Rules) -> None:
     """Use the built-in rows and ``rules`` after them, in this process, from now on."""
-    _current[0] = Engine(BUILTIN + rules)
+    b = BUILTIN
+    _current[0] = Engine(
+        Rules(b.runners + rules.runners, b.errors + rules.errors, b.scrubbers + rules.scrubbers)
+    )

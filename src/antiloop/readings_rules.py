@@ -159,13 +159,6 @@ class Rules:
     errors: tuple[ErrorRule, ...]
     scrubbers: tuple[Scrubber, ...]
 
-    def __add__(self, other: Rules) -> Rules:
-        return Rules(
-            self.runners + other.runners,
-            self.errors + other.errors,
-            self.scrubbers + other.scrubbers,
-        )
-
 
 RUNNERS = (
     # "=== 3 failed, 10 passed, 1 error in 0.52s ===", "2 failed in 1.10 seconds"
