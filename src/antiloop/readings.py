@@ -251,9 +251,10 @@ def read_result(
     engine = current()
 
     key: ReadKey | None = None
-    exact_hash: hashlib._Hash | None = None  # fed slice by slice (large texts only)
-    views: list[bytes | None] = [None, None]
-    if len(out) + len(err) <= SMALL:
+    views: tuple[bytes | None, bytes | None] = (None, None)  # (error, output) when ASCII
+    if len(out) + len(err) > SMALL:
+        exact, scrubbed, head, lines = _read_slices(engine, out, err, wants_matches)
+    else:
         raw_out = _encode(out)
         raw_err = _encode(err)
         h = _new_hash()
@@ -266,45 +267,20 @@ def read_result(
             if known.exit_code == exit_code and known.files == files:
                 return known
             return replace(known, exit_code=exit_code, files=files)
-        exact = key.digest[:8].hex()
-        texts = [[(out, raw_out)], [(err, raw_err)]]
-    else:
-        exact_hash = _new_hash()
-        texts = [[(part, b"") for part in _slices(text)] for text in (out, err)]
-
-    scrubbed_hash: hashlib._Hash | None = None  # made at the first volatile value
-    seen: list[bytes] = []  # what it is made of until then (small texts)
-    head = b""
-    lines: list[bytes] = []
-    for index, pieces in enumerate(texts):
-        if index:
-            for feed in (exact_hash, scrubbed_hash):
-                if feed is not None:
-                    feed.update(_SEPARATOR)
-            seen.append(_SEPARATOR)
-        for number, (part, encoded) in enumerate(pieces):
-            raw = encoded or _encode(part)
-            view = raw.translate(VIEW)
-            done = engine.scrub_view(raw, view) if raw else raw
-            if done is not raw and scrubbed_hash is None:
-                scrubbed_hash = exact_hash.copy() if exact_hash is not None else _new_hash()
-                for piece in seen if exact_hash is None else ():
-                    scrubbed_hash.update(piece)
-            if exact_hash is not None:
-                exact_hash.update(raw)
-            if scrubbed_hash is not None:
-                scrubbed_hash.update(done)
-            elif exact_hash is None:
-                seen.append(done)
-            if number == 0 and (index == 0 or not out):
-                head = done[: 16 * HEAD_CHARS]
-            if wants_matches and index == 0 and out:
-                lines.extend(done.split(b"\n"))
-            if key is not None and part.isascii():
-                views[index] = view
-    if exact_hash is not None:
-        exact = exact_hash.hexdigest()[:16]
-    scrubbed = scrubbed_hash.hexdigest()[:16] if scrubbed_hash is not None else exact
+        view_out = raw_out.translate(VIEW)
+        view_err = raw_err.translate(VIEW)
+        done_out = engine.scrub_view(raw_out, view_out) if raw_out else raw_out
+        done_err = engine.scrub_view(raw_err, view_err) if raw_err else raw_err
+        exact = scrubbed = key.digest[:8].hex()
+        if done_out is not raw_out or done_err is not raw_err:
+            h = _new_hash()
+            h.update(done_out)
+            h.update(_SEPARATOR)
+            h.update(done_err)
+            scrubbed = h.hexdigest()[:16]
+        head = (done_out if out else done_err)[: 16 * HEAD_CHARS]
+        lines = done_out.split(b"\n") if wants_matches and out else []
+        views = (view_err if err.isascii() else None, view_out if out.isascii() else None)
 
     matches: str | None = None
     match_count: int | None = None
@@ -316,9 +292,7 @@ def read_result(
     failing: int | None = None
     if err or (runs_something and out):
         both = runs_something
-        error_line = _error_line(
-            (err, out) if both else (err,), views[1::-1] if both else views[1:]
-        )
+        error_line = _error_line((err, out) if both else (err,), views)
         failing = engine.failing((err, out) if both else (err,))
 
     readings = Readings(
@@ -339,6 +313,35 @@ def read_result(
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # evicted already
                 del _known[next(iter(_known))]
     return readings
+
+
+def _read_slices(
+    engine: Engine, out: str, err: str, wants_matches: bool
+) -> tuple[str, str, bytes, list[bytes]]:
+    """(exact digest, scrubbed digest, head, lines) of texts too large to copy whole: by slices."""
+    exact = _new_hash()
+    scrubbed: hashlib._Hash | None = None  # made at the first volatile value
+    head = b""
+    lines: list[bytes] = []
+    for index, text in enumerate((out, err)):
+        if index:
+            exact.update(_SEPARATOR)
+            if scrubbed is not None:
+                scrubbed.update(_SEPARATOR)
+        for number, part in enumerate(_slices(text)):
+            raw = _encode(part)
+            done = engine.scrub_view(raw, raw.translate(VIEW))
+            if done is not raw and scrubbed is None:
+                scrubbed = exact.copy()
+            exact.update(raw)
+            if scrubbed is not None:
+                scrubbed.update(done)
+            if number == 0 and (index == 0 or not out):
+                head = done[: 16 * HEAD_CHARS]
+            if wants_matches and index == 0:
+                lines.extend(done.split(b"\n"))
+    digest = exact.hexdigest()[:16]
+    return digest, (scrubbed.hexdigest()[:16] if scrubbed is not None else digest), head, lines
 
 
 # --------------------------------------------------------------------------------------------
