@@ -30,6 +30,8 @@ CORE = (
     "antiloop._commands",
     "antiloop._patterns",
     "antiloop.readings",
+    "antiloop.readings_rules",
+    "antiloop.readings_engine",
     "antiloop.deferred",
     "antiloop.decide",
     "antiloop.fingerprint",

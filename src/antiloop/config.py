@@ -24,7 +24,17 @@ OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
-TABLES = ("approval", "hooks", "audit", "telemetry", "budgets", "mcp", "fleet", "canonical")
+TABLES = (
+    "approval",
+    "hooks",
+    "audit",
+    "telemetry",
+    "budgets",
+    "mcp",
+    "fleet",
+    "canonical",
+    "readings",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,8 +198,9 @@ class Settings:
 
     Attributes:
         guard: the guard's keys (at the top of the file, or under ``[guard]``), not yet checked.
-        tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, ``[budgets]``, as
-            given (each checked by the part it configures).
+        tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, ``[budgets]``,
+            ``[mcp]``, ``[readings]``, as given (each checked by the part it configures;
+            ``[readings]``'s rows are checked and put in use as the file is read).
         source: the file read.
     """
 
@@ -241,6 +252,8 @@ def read_settings(path: str | Path) -> Settings:
         data = guard
     if "canonical" in tables:
         use_canonical_rows(tables["canonical"], str(file))
+    if "readings" in tables:
+        _install_readings(tables["readings"], str(file))
     return Settings(data, tables, str(file))
 
 
@@ -257,6 +270,18 @@ def use_canonical_rows(table: Mapping[str, Any], source: str) -> None:
     from antiloop._rules import rules_from_mapping
 
     canonical.use_rules(rules_from_mapping(table, source))
+
+
+def _install_readings(table: Mapping[str, Any], source: str) -> None:
+    """``[readings]``: test runners, error-line rules and scrubbers added to the built-in rows.
+
+    The rows are checked (a bad one is a ``ConfigError`` naming it) and put in use for the
+    process that read the file (``antiloop.readings_engine.install``).
+    """
+    from antiloop.readings_engine import install
+    from antiloop.readings_rules import rules_from_table
+
+    install(rules_from_table(table, source))
 
 
 def _first_line(exc: Exception) -> str:
