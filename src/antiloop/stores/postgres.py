@@ -177,11 +177,7 @@ class PostgresStore(SQLRecords):
         self._states = StateCache()
 
     _dialect = POSTGRES
-    _sql: ClassVar[dict[str, str]] = {
-        **statements(POSTGRES),
-        "new": "INSERT INTO sessions (id, state, updated) VALUES (%s, '', %s)"
-        " ON CONFLICT (id) DO NOTHING",
-    }
+    _sql: ClassVar[dict[str, str]] = statements(POSTGRES)
 
     def __repr__(self) -> str:
         return f"PostgresStore({hide_password(self.conninfo)!r}, schema={self.schema!r})"
