@@ -235,13 +235,15 @@ class SQLRecords(Records):
         INSERT (``SplitStore``: many steps of a batch, one commit).
         """
         names = sorted({i[0] for i in items})
-        marks = ", ".join([self._dialect.param] * len(names))
-        lock = f"SELECT id, state FROM sessions WHERE id IN ({marks}) ORDER BY id"  # noqa: S608
+        new = ", ".join([f"({self._dialect.param}, '', {self._dialect.param})"] * len(names))
+        lock = (  # one statement: the missing rows made, every row locked and read
+            f"INSERT INTO sessions (id, state, updated) VALUES {new} ON CONFLICT (id)"  # noqa: S608
+            " DO UPDATE SET updated = sessions.updated RETURNING id, state"
+        )
 
         def put(db: Any) -> None:
             now = self.clock()
-            _many(db, self._sql["new"], [(n, now) for n in names])
-            found = db.execute(lock + self._dialect.lock, names).fetchall()
+            found = db.execute(lock, [a for n in names for a in (n, now)]).fetchall()
             ledgers = {r[0]: decode_state(bytes(r[1])) if r[1] else SessionState() for r in found}
             events: list[AuditEvent] = []
             changed = set()

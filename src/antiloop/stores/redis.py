@@ -239,7 +239,7 @@ class RedisStore(Records):
         self.clock = clock
         self._tx_lock = threading.RLock()
         self._pending: list[AuditEvent] | None = None
-        self._states = StateCache()
+        self._states = StateCache(4096)  # the states it saved, by session (no decode)
         self._batch: dict[str, list[Any]] | None = None  # batch(): session -> [state, said]
         self._batched: list[AuditEvent] = []  # the audit events of the batch, in order
         self._head: str | None = None  # the audit head as last seen ("seq hash")
