@@ -444,7 +444,8 @@ class SQLRecords(Records):
         def take(db: Any) -> tuple[list[Any], list[Any]]:
             stops = db.execute(f"SELECT session, by FROM stops WHERE {where}", names)  # noqa: S608
             said = f"DELETE FROM feedback WHERE {where} RETURNING id, session, text"  # noqa: S608
-            return stops.fetchall(), db.execute(said, names).fetchall()
+            fed = db.execute(said, names)  # both sent before either is read (PostgreSQL)
+            return stops.fetchall(), fed.fetchall()
 
         stops, fed = self._write("read interventions", take)
         found: dict[str, tuple[str | None, list[str]]] = {n: (None, []) for n in names}

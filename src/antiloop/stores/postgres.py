@@ -303,7 +303,7 @@ class PostgresStore(SQLRecords):
                 with self._watchdog.watch(conn):
                     if self._in_tx or not write:
                         return fn(conn)
-                    with conn.transaction():
+                    with conn.pipeline(), conn.transaction():  # sent together, up to a read
                         return fn(conn)
             except self._psycopg.Error as exc:
                 self._broken(exc)

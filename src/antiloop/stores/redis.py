@@ -14,22 +14,21 @@ that is empty or starts with ``}`` is tagged ``~{<digest>}`` instead, as ``{}`` 
     <prefix>:{approval:<id>}        an approval request (JSON); ids in <prefix>:approvals
     <prefix>:{cache:<digest>}       a cached result
 
-Judging a step is atomic for its session, in one of two ways:
+Judging a step is atomic for its session, in one of three ways:
 
-- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set, the loop of
-  ``antiloop.stores.state.judge`` over ``load`` and ``save``. The store keeps the state it
-  saved last with the version it saved it under; ``fn`` judges that state, and one script
-  (``_COMMIT``) checks that the session's version is still that one and that no
-  ``transaction()`` holds its lock, checks the audit head, then appends the audit records,
-  moves the head, saves the state under a new version and updates the session index: one
-  round trip. When another guard saved the session since, the script answers with the
-  current state and version and ``fn`` runs again on them (one more round trip); when another
-  guard appended to the audit log since, the records are chained again on the head it
-  answers (one more). A session this store has not saved lately is read first (state,
-  version and audit head in one MULTI): two round trips.
+- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set (``stores.state``). ``fn``
+  judges the state this store saved last (or read with ``interventions()``), and one script
+  (``_COMMIT``) checks that the session's version is unchanged and unlocked and the audit head
+  unmoved, then appends the records, moves the head, saves the state under a new version and
+  indexes the session: one round trip (two with the read). A changed state is answered with
+  the current one and ``fn`` runs again on it; a moved head, the records chained again on it.
 - ``transaction()``: one script takes the session's lock (a token with a TTL, ``lock_ttl``,
   default 30 s, so a holder that dies leaves it to expire) and reads the state; ``_COMMIT``
   with the token saves and unlocks: two round trips.
+- ``batch(sessions)`` (``POST /v1/steps`` with many steps): ``_GRAB`` locks every session
+  (all or none) and reads their states, stop requests, feedback and the audit head; the steps
+  are judged in order on those states, and one ``_COMMIT`` saves them all with every record:
+  two round trips for the batch.
 
 What is atomic: on one Redis server ``_COMMIT`` runs as one script, so no client sees some of
 the audit records, the head, the state, its version and the index entry without the rest, and
@@ -506,15 +505,11 @@ class RedisStore(Records):
 
     @contextlib.contextmanager
     def batch(self, sessions: Sequence[str] = ()) -> Iterator[None]:
-        """Judge many steps together (``POST /v1/steps``): two round trips for the batch.
+        """Judge many steps together: two round trips (the module docstring says how).
 
-        One script locks every session named (all or none, waiting while another holds one)
-        and reads their states, stop requests and feedback (taken) and the audit head;
-        ``judge``, ``transaction``, ``peek``, ``interventions`` and ``append_audit`` of those
-        sessions then work on what was read, with no round trip, in order, as one process
-        would; on a clean exit one ``_COMMIT`` saves every state, appends every record and
-        unlocks, all or nothing. Any failure saves nothing. A cluster client (the sessions'
-        slots and the audit log's are apart) judges each step on its own.
+        Inside, ``judge``, ``transaction``, ``peek``, ``interventions`` and ``append_audit`` of
+        the sessions named work on what ``_GRAB`` read; any failure saves nothing. A cluster
+        client (the sessions' slots and the audit log's are apart) judges each step alone.
         """
         names = list(dict.fromkeys(sessions))
         if self._cluster or not names:
