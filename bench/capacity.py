@@ -18,6 +18,7 @@ single steps (steps/s); <= 2 Redis round trips per step.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
@@ -167,6 +168,16 @@ class Redis:
         self.process.wait()
 
 
+def _cpu_ms(processes: list[subprocess.Popen[bytes]]) -> float:
+    """CPU time (user + system) the processes used so far, in ms (Linux ``/proc``)."""
+    total = 0
+    for process in processes:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def _postgres() -> str | None:
     try:
         import psycopg
@@ -210,6 +221,8 @@ def run(quick: bool = False) -> str:
     notes: list[str] = []
     figures: dict[str, float] = {}
     pool = multiprocessing.get_context("spawn").Pool(CLIENTS)
+    load = os.getloadavg()[0]
+    begun = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         here = Path(tmp)
         redis = Redis(here)
@@ -221,14 +234,17 @@ def run(quick: bool = False) -> str:
             )
             try:
                 _drive(pool, [floor_port], 1, 400, 9_000_000)  # warm-up
+                before = _cpu_ms([floor_process])
                 floor = _drive(pool, [floor_port], 1, single_n, 0)
+                floor["cpu"] = (_cpu_ms([floor_process]) - before) / floor["steps"]
             finally:
                 floor_process.terminate()
                 floor_process.wait(timeout=10)
             figures["floor"] = floor["steps_per_s"]
             rows.append(
                 f"| floor (fixed verdict) | 1 | single | {floor['steps']:,} | "
-                f"{floor['steps_per_s']:,.0f} | {floor['p50']:.1f} | {floor['p99']:.1f} | - | - |"
+                f"{floor['steps_per_s']:,.0f} | {floor['p50']:.1f} | {floor['p99']:.1f} | "
+                f"{floor['cpu']:.2f} | - | - |"
             )
             stores = [("redis", ["--store", f"redis://127.0.0.1:{redis.port}/0?prefix=cap"])]
             if base is not None:
@@ -260,7 +276,9 @@ def run(quick: bool = False) -> str:
                             ("batch of 100", 100, batch_n),
                         ):
                             redis.reset()
+                            before = _cpu_ms([p for p, _ in started])
                             m = _drive(pool, ports, batch, n, offset)
+                            cpu = (_cpu_ms([p for p, _ in started]) - before) / m["steps"]
                             offset += 1_000_000
                             reads, commands = redis.counts()
                             per = reads / m["steps"]
@@ -271,7 +289,7 @@ def run(quick: bool = False) -> str:
                             rows.append(
                                 f"| {name} | {count} | {kind} | {m['steps']:,} | "
                                 f"{m['steps_per_s']:,.0f} | {m['p50']:.1f} | {m['p99']:.1f} | "
-                                f"{per:.2f} | {said} |"
+                                f"{cpu:.2f} | {per:.2f} | {said} |"
                             )
                     finally:
                         for process, _ in started:
@@ -283,6 +301,12 @@ def run(quick: bool = False) -> str:
             redis.stop()
             if base is not None:
                 _drop_schema(base, schema)
+    notes.append(
+        f"Load average (1 min) {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end of "
+        f"{time.time() - begun:.0f} s on {os.cpu_count()} cores: the machine was shared, so "
+        "compare ratios within this run (the floor is measured in it), and the replicas' CPU "
+        "per step, which the load does not change much."
+    )
     return _section(rows, notes, figures, memory)
 
 
@@ -347,14 +371,16 @@ def _section(
         "each, spread over the replicas), 2,000 sessions of distinct steps (four tools in "
         "turn). The floor: the same server stack (Starlette on uvicorn with serve's protocol "
         "and limits) answering a fixed verdict, no guard, no store. Redis round trips per step: "
-        "its read events (`total_reads_processed`) per step; the commands per step beside them. "
+        "its read events (`total_reads_processed`) per step (a request larger than Redis's 16 KiB "
+        "read buffer, a batch's, is several); the commands per step beside them (those a "
+        "script runs included). The replicas' CPU: user + system time of their processes. "
         "Everything (replicas, clients, Redis, PostgreSQL) shares this machine's cores, so more "
         "replicas add no cores: read the 2- and 3-replica rows as the cost of spreading, not "
         "as scaling.",
         "",
-        "| store | replicas | request | steps | steps/s | p50 ms | p99 ms | Redis round trips"
-        " / step | commands / step (top 4) |",
-        "|---|---:|---|---:|---:|---:|---:|---:|---|",
+        "| store | replicas | request | steps | steps/s | p50 ms | p99 ms | replicas' CPU ms / "
+        "step | Redis round trips / step | commands / step (top 4) |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---|",
         *rows,
         "",
         "| store | single step, 1 replica (>= 50%) | met | batch of 100 vs single (>= 10x) | met "

@@ -40,6 +40,7 @@ from antiloop.guard import Guard
 from antiloop.redact import redact_text, redact_value
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
+from antiloop.stores.split import batch_of
 from antiloop.verdict import Action, Verdict, invalid_wire
 
 log = logging.getLogger("antiloop")
@@ -278,9 +279,9 @@ class Service:
     def judge(
         self, raw: Any, index: int, seen: dict[str, tuple[str | None, list[str]]]
     ) -> dict[str, Any]:
-        """The wire verdict for one step event: stop request, guard, feedback."""
+        """The wire verdict for one step event (or Step): stop request, guard, feedback."""
         try:
-            step = step_from_dict(raw)
+            step = raw if isinstance(raw, Step) else step_from_dict(raw)
         except BadStep as exc:
             return {**invalid_wire(index, f"step {index}: {exc}"), "hint": ""}
         sid = step.session
@@ -318,15 +319,23 @@ class Service:
     def judge_all(self, batch: list[Any]) -> list[dict[str, Any]]:
         """The wire verdicts of a batch, judged in order (one intervention read per session).
 
-        A store with ``batch()`` (SQLite) judges the batch in one transaction: one commit.
+        A store with ``batch()`` judges the batch as one: SQLite in one transaction (one
+        commit); Redis (and Redis + PostgreSQL) with one read of all its sessions and one save
+        of them all with every record (``antiloop.stores.redis.RedisStore.batch``).
         """
         seen: dict[str, tuple[str | None, list[str]]] = {}
-        together = getattr(self.store, "batch", None)
-        if not callable(together):
+        if len(batch) < 2 or not callable(getattr(self.store, "batch", None)):
             return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+        steps: list[Any] = []
+        for raw in batch:
+            try:
+                steps.append(step_from_dict(raw))
+            except BadStep:
+                steps.append(raw)  # judge() answers it as invalid
+        sessions = [s.session for s in steps if isinstance(s, Step)]
         try:
-            with together():
-                return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+            with batch_of(self.store, sessions):
+                return [self.judge(step, i, seen) for i, step in enumerate(steps)]
         except StoreError as exc:  # the commit failed: no step of the batch was kept
             return [self.store_failed(raw, i, exc) for i, raw in enumerate(batch)]
 

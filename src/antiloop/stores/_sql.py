@@ -88,6 +88,7 @@ STATEMENTS = {
     "put_state": _upsert("sessions", "id", "state, updated"),
     "set_state": "UPDATE sessions SET state = ?, updated = ? WHERE id = ?",
     "drop_state": "DELETE FROM sessions WHERE id = ?",
+    "new": "INSERT INTO sessions (id, state, updated) VALUES (?, '', ?) ON CONFLICT DO NOTHING",
     "sessions": _SESSIONS,
     "sessions_page": _SESSIONS + " LIMIT ? OFFSET ?",
     "head": "SELECT value FROM meta WHERE key = 'audit_head'{lock}",
@@ -190,8 +191,7 @@ class SQLRecords(Records):
             if current != version:
                 return current
             db.execute(self._sql["put_state"], (session, data, self.clock()))
-            for event in events:
-                self._append(db, event)
+            self._append(db, events)
             return True
 
         found = self._write("save a session", put)
@@ -222,16 +222,56 @@ class SQLRecords(Records):
 
     def append_audit(self, event: AuditEvent) -> None:
         """Redact, cap, chain and keep an event; inside ``transaction()`` it commits with it."""
-        self._write("append to the audit log", lambda db: self._append(db, event))
+        self._write("append to the audit log", lambda db: self._append(db, [event]))
 
-    def _append(self, db: Any, event: AuditEvent) -> None:
-        """Chain the event after the head and move the head, in the caller's transaction.
+    def keep_steps(
+        self, items: Sequence[tuple[str, Sequence[str], Sequence[AuditEvent]]], kept: int
+    ) -> None:
+        """Keep judged steps' records, once per step id, in one write transaction.
 
-        A missing or damaged head is no reason to stop recording: the record is chained on
+        ``items``: (session, step ids, events). Each session's ledger is its row of the
+        sessions table (a state of its last ``kept`` ids), its rows locked in id order; a step
+        whose ids the ledger holds (a retry) is skipped; the records go in one multi-row
+        INSERT (``SplitStore``: many steps of a batch, one commit).
+        """
+        names = sorted({i[0] for i in items})
+        new = ", ".join([f"({self._dialect.param}, '', {self._dialect.param})"] * len(names))
+        lock = (  # one statement: the missing rows made, every row locked and read
+            f"INSERT INTO sessions (id, state, updated) VALUES {new} ON CONFLICT (id)"  # noqa: S608
+            " DO UPDATE SET updated = sessions.updated RETURNING id, state"
+        )
+
+        def put(db: Any) -> None:
+            now = self.clock()
+            found = db.execute(lock, [a for n in names for a in (n, now)]).fetchall()
+            ledgers = {r[0]: decode_state(bytes(r[1])) if r[1] else SessionState() for r in found}
+            events: list[AuditEvent] = []
+            changed = set()
+            for session, ids, evs in items:
+                seen = ledgers[session].seen
+                if ids and all(i in seen for i in ids):
+                    continue
+                events += evs
+                changed.add(session)
+                seen.update(dict.fromkeys(ids))
+                while len(seen) > kept:
+                    del seen[next(iter(seen))]
+            self._append(db, events)
+            rows = [(encode_state(ledgers[n]), now, n) for n in names if n in changed]
+            _many(db, self._sql["set_state"], rows)
+
+        self._write("record steps", put)
+
+    def _append(self, db: Any, events: Sequence[AuditEvent]) -> None:
+        """Chain the events after the head and move the head, in the caller's transaction.
+
+        A missing or damaged head is no reason to stop recording: the records are chained on
         the log's last record, and the head written again.
         """
         from antiloop.stores.auditlog import GENESIS, build_record
 
+        if not events:
+            return
         sql = self._sql
         head = self._known_head()
         if head is None:
@@ -243,10 +283,14 @@ class SQLRecords(Records):
                 head = (int(last[0]), str(last[1])) if last else (0, GENESIS)
                 if text:
                     damaged_head(self.url, text, head[0])
-        row = build_record(event, head[0] + 1, head[1], self.audit_cap)
-        db.execute(sql["audit"], (row.seq, event.session, event.kind, event.at, row.body, row.hash))
-        db.execute(sql["meta"], ("audit_head", f"{row.seq} {row.hash}"))
-        self._moved_head((row.seq, row.hash))
+        rows = []
+        for event in events:
+            row = build_record(event, head[0] + 1, head[1], self.audit_cap)
+            rows.append((row.seq, event.session, event.kind, event.at, row.body, row.hash))
+            head = (row.seq, row.hash)
+        _many(db, sql["audit"], rows)
+        db.execute(sql["meta"], ("audit_head", f"{head[0]} {head[1]}"))
+        self._moved_head(head)
 
     def _rows(self, session: str | None, since_seq: int, db: Any = None) -> list[AuditRow]:
         from antiloop.stores.auditlog import AuditRow
@@ -311,7 +355,7 @@ class SQLRecords(Records):
             removed = int(db.execute(sql["prune"], (keep,)).rowcount)
             db.execute(sql["meta"], ("audit_base", f"{keep - 1} {found[0]}"))
             at = self.clock() if now is None else now
-            self._append(db, prune_event(keep - 1, found[0], removed, before, at))
+            self._append(db, [prune_event(keep - 1, found[0], removed, before, at)])
             return removed
 
         return self._write("prune the audit log", prune)
@@ -392,6 +436,24 @@ class SQLRecords(Records):
         )
         return [r[1] for r in sorted(rows)]
 
+    def interventions_of(self, sessions: Sequence[str]) -> dict[str, tuple[str | None, list[str]]]:
+        """Each session's stop request and its feedback (taken), in one write transaction."""
+        names = list(dict.fromkeys(sessions))
+        where = f"session IN ({', '.join([self._dialect.param] * len(names))})"
+
+        def take(db: Any) -> tuple[list[Any], list[Any]]:
+            stops = db.execute(f"SELECT session, by FROM stops WHERE {where}", names)  # noqa: S608
+            said = f"DELETE FROM feedback WHERE {where} RETURNING id, session, text"  # noqa: S608
+            fed = db.execute(said, names)  # both sent before either is read (PostgreSQL)
+            return stops.fetchall(), fed.fetchall()
+
+        stops, fed = self._write("read interventions", take)
+        found: dict[str, tuple[str | None, list[str]]] = {n: (None, []) for n in names}
+        found |= {r[0]: (str(r[1]), []) for r in stops}
+        for _, session, text in sorted(fed):
+            found[session][1].append(text)
+        return found
+
     def request_stop(self, session: str, by: str) -> None:
         """Ask the session to stop; ``by`` says who asked."""
         args = (session, by, self.clock())
@@ -405,3 +467,9 @@ class SQLRecords(Records):
     def clear_stop(self, session: str) -> None:
         """Withdraw a stop request."""
         self._write("clear a stop request", lambda db: db.execute(self._sql["unstop"], (session,)))
+
+
+def _many(db: Any, sql: str, rows: list[Any]) -> None:
+    """``executemany`` on a connection or cursor (psycopg pipelines it: one round trip)."""
+    if rows:
+        (db.executemany if hasattr(db, "executemany") else db.cursor().executemany)(sql, rows)

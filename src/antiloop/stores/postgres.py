@@ -177,11 +177,7 @@ class PostgresStore(SQLRecords):
         self._states = StateCache()
 
     _dialect = POSTGRES
-    _sql: ClassVar[dict[str, str]] = {
-        **statements(POSTGRES),
-        "new": "INSERT INTO sessions (id, state, updated) VALUES (%s, '', %s)"
-        " ON CONFLICT (id) DO NOTHING",
-    }
+    _sql: ClassVar[dict[str, str]] = statements(POSTGRES)
 
     def __repr__(self) -> str:
         return f"PostgresStore({hide_password(self.conninfo)!r}, schema={self.schema!r})"
@@ -307,7 +303,7 @@ class PostgresStore(SQLRecords):
                 with self._watchdog.watch(conn):
                     if self._in_tx or not write:
                         return fn(conn)
-                    with conn.transaction():
+                    with conn.pipeline(), conn.transaction():  # sent together, up to a read
                         return fn(conn)
             except self._psycopg.Error as exc:
                 self._broken(exc)

@@ -14,22 +14,21 @@ that is empty or starts with ``}`` is tagged ``~{<digest>}`` instead, as ``{}`` 
     <prefix>:{approval:<id>}        an approval request (JSON); ids in <prefix>:approvals
     <prefix>:{cache:<digest>}       a cached result
 
-Judging a step is atomic for its session, in one of two ways:
+Judging a step is atomic for its session, in one of three ways:
 
-- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set, the loop of
-  ``antiloop.stores.state.judge`` over ``load`` and ``save``. The store keeps the state it
-  saved last with the version it saved it under; ``fn`` judges that state, and one script
-  (``_COMMIT``) checks that the session's version is still that one and that no
-  ``transaction()`` holds its lock, checks the audit head, then appends the audit records,
-  moves the head, saves the state under a new version and updates the session index: one
-  round trip. When another guard saved the session since, the script answers with the
-  current state and version and ``fn`` runs again on them (one more round trip); when another
-  guard appended to the audit log since, the records are chained again on the head it
-  answers (one more). A session this store has not saved lately is read first (state,
-  version and audit head in one MULTI): two round trips.
+- ``judge(session, fn)``, which ``Guard.record`` uses: compare-and-set (``stores.state``). ``fn``
+  judges the state this store saved last (or read with ``interventions()``), and one script
+  (``_COMMIT``) checks that the session's version is unchanged and unlocked and the audit head
+  unmoved, then appends the records, moves the head, saves the state under a new version and
+  indexes the session: one round trip (two with the read). A changed state is answered with
+  the current one and ``fn`` runs again on it; a moved head, the records chained again on it.
 - ``transaction()``: one script takes the session's lock (a token with a TTL, ``lock_ttl``,
   default 30 s, so a holder that dies leaves it to expire) and reads the state; ``_COMMIT``
   with the token saves and unlocks: two round trips.
+- ``batch(sessions)`` (``POST /v1/steps`` with many steps): ``_GRAB`` locks every session
+  (all or none) and reads their states, stop requests, feedback and the audit head; the steps
+  are judged in order on those states, and one ``_COMMIT`` saves them all with every record:
+  two round trips for the batch.
 
 What is atomic: on one Redis server ``_COMMIT`` runs as one script, so no client sees some of
 the audit records, the head, the state, its version and the index entry without the rest, and
@@ -107,36 +106,67 @@ redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[3])
 redis.call('DEL', KEYS[1])
 return 1
 """
-# Saves a judged step: the audit records, the state, its new version and the session index,
-# all or nothing, after every check passed (nothing is written before the last check).
-# KEYS: lock, state, version, log, head, index.
-# ARGV: lock token ('' when judged without the lock), expected version, new version, state,
-#   ttl seconds, session, now, expected head, new head, records...
-# -> {1} saved; {0, 'lost'} the lock token is not ours; {0, 'locked', pttl} another holds the
-#   lock; {0, 'state', version, state} the state changed (the current one, absent if none);
+# Saves judged steps of n sessions: the audit records, each state, its new version and the
+# session index, all or nothing, after every check passed (nothing is written before the last).
+# KEYS: per session lock, state, version; then log, head, index.
+# ARGV: n, ttl seconds, now, expected head, new head; per session: lock token ('' when judged
+#   without the lock), expected version, new version, state, session id; then the records.
+# -> {1} saved; {0, 'lost'} a lock token is not ours; {0, 'locked', pttl} another holds a lock;
+#   {0, 'state', version, state} a state changed (the current one, absent if none);
 #   {0, 'head', head} another guard appended to the audit log first.
 _COMMIT = """
-if ARGV[1] ~= '' then
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then return {0, 'lost'} end
-else
-  local pttl = redis.call('PTTL', KEYS[1])
-  if pttl ~= -2 then return {0, 'locked', pttl} end
-  local state = redis.call('GET', KEYS[2])
-  local version = ''
-  if state then version = redis.call('GET', KEYS[3]) or '' end
-  if version ~= ARGV[2] then return {0, 'state', version, state} end
+local n = tonumber(ARGV[1])
+local last = 3 * n
+for i = 0, n - 1 do
+  local k, a = 3 * i, 5 + 5 * i
+  if ARGV[a + 1] ~= '' then
+    if redis.call('GET', KEYS[k + 1]) ~= ARGV[a + 1] then return {0, 'lost'} end
+  else
+    local pttl = redis.call('PTTL', KEYS[k + 1])
+    if pttl ~= -2 then return {0, 'locked', pttl} end
+    local state = redis.call('GET', KEYS[k + 2])
+    local version = ''
+    if state then version = redis.call('GET', KEYS[k + 3]) or '' end
+    if version ~= ARGV[a + 2] then return {0, 'state', version, state} end
+  end
 end
-if #ARGV >= 10 then
-  local head = redis.call('GET', KEYS[5]) or ''
-  if head ~= ARGV[8] then return {0, 'head', head} end
-  for i = 10, #ARGV do redis.call('RPUSH', KEYS[4], ARGV[i]) end
-  redis.call('SET', KEYS[5], ARGV[9])
+if #ARGV > 5 + 5 * n then
+  local head = redis.call('GET', KEYS[last + 2]) or ''
+  if head ~= ARGV[4] then return {0, 'head', head} end
+  for i = 6 + 5 * n, #ARGV do redis.call('RPUSH', KEYS[last + 1], ARGV[i]) end
+  redis.call('SET', KEYS[last + 2], ARGV[5])
 end
-redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[5])
-redis.call('SET', KEYS[3], ARGV[3], 'EX', ARGV[5])
-redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6])
-if ARGV[1] ~= '' then redis.call('DEL', KEYS[1]) end
+for i = 0, n - 1 do
+  local k, a = 3 * i, 5 + 5 * i
+  redis.call('SET', KEYS[k + 2], ARGV[a + 4], 'EX', ARGV[2])
+  redis.call('SET', KEYS[k + 3], ARGV[a + 3], 'EX', ARGV[2])
+  redis.call('ZADD', KEYS[last + 3], ARGV[3], ARGV[a + 5])
+  if ARGV[a + 1] ~= '' then redis.call('DEL', KEYS[k + 1]) end
+end
 return {1}
+"""
+# Locks every session of a batch, or none, and reads them and the audit head.
+# KEYS: per session lock, state, version, stop, feedback; then the head. ARGV: token, lock ms.
+# -> {0, pttl} one is locked by another; {1, head, per session: state, version, {stop}, feedback}
+#   (the feedback taken; '' for an absent state or version).
+_GRAB = """
+local n = (#KEYS - 1) / 5
+for i = 0, n - 1 do
+  local pttl = redis.call('PTTL', KEYS[5 * i + 1])
+  if pttl ~= -2 then return {0, pttl} end
+end
+local out = {1, redis.call('GET', KEYS[#KEYS]) or ''}
+for i = 0, n - 1 do
+  local k = 5 * i
+  redis.call('SET', KEYS[k + 1], ARGV[1], 'PX', ARGV[2])
+  out[#out + 1] = redis.call('GET', KEYS[k + 2]) or ''
+  out[#out + 1] = redis.call('GET', KEYS[k + 3]) or ''
+  local by = redis.call('GET', KEYS[k + 4])
+  out[#out + 1] = by and {by} or {}
+  out[#out + 1] = redis.call('LRANGE', KEYS[k + 5], 0, -1)
+  redis.call('DEL', KEYS[k + 5])
+end
+return out
 """
 # KEYS: lock. ARGV: token. Release without saving.
 _ABORT = """
@@ -208,7 +238,9 @@ class RedisStore(Records):
         self.clock = clock
         self._tx_lock = threading.RLock()
         self._pending: list[AuditEvent] | None = None
-        self._states = StateCache()
+        self._states = StateCache(4096)  # the states it saved, by session (no decode)
+        self._batch: dict[str, list[Any]] | None = None  # batch(): session -> [state, said]
+        self._batched: list[AuditEvent] = []  # the audit events of the batch, in order
         self._head: str | None = None  # the audit head as last seen ("seq hash")
         # One script cannot span a cluster's slots: a cluster client saves in two.
         self._cluster = hasattr(client, "get_nodes")
@@ -332,10 +364,13 @@ class RedisStore(Records):
         except Exception as exc:
             raise self._failed(what, exc) from exc
 
-    def _release(self, session: str, token: str) -> None:
+    def _release(self, token: str, *sessions: str) -> None:
         # The lock expires anyway; the error that brought us here is the one that matters.
         with contextlib.suppress(Exception):
-            self._client.eval(_ABORT, 1, self._keys(session)[0], token)
+            pipe = self._client.pipeline(transaction=False)
+            for session in sessions:
+                pipe.eval(_ABORT, 1, self._keys(session)[0], token)
+            pipe.execute()
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -348,6 +383,14 @@ class RedisStore(Records):
         slots: it saves in two (``_save_apart``).
         """
         with self._tx_lock:
+            if self._batch is not None and session in self._batch:  # judged in the batch
+                self._pending = []
+                try:
+                    yield self._batch[session][0]
+                finally:
+                    pending, self._pending = self._pending or [], None
+                self._batched += pending
+                return
             token, data = self._lock(session)
             try:
                 state = self._states.load(session, data)
@@ -359,7 +402,7 @@ class RedisStore(Records):
                 data = encode_state(state)
             except BaseException:
                 self._states.drop(session)
-                self._release(session, token)
+                self._release(token, session)
                 raise
             self._save(session, token, data, state, pending)
 
@@ -372,10 +415,10 @@ class RedisStore(Records):
             return
         version = uuid.uuid4().hex
         try:
-            reply = self._commit(session, token, "", version, data, pending)
+            reply = self._commit([(session, token, "", version, data)], pending)
         except BaseException:
             self._states.drop(session)
-            self._release(session, token)
+            self._release(token, session)
             raise
         if reply[0] != 1:
             self._states.drop(session)
@@ -385,45 +428,36 @@ class RedisStore(Records):
             )
         self._states.saved(session, data, state, version)
 
-    def _commit(
-        self,
-        session: str,
-        token: str,
-        expected: str,
-        version: str,
-        data: bytes,
-        events: list[AuditEvent],
-    ) -> list[Any]:
+    def _commit(self, items: list[tuple[str, str, str, str, bytes]], events: list[Any]) -> Any:
         """Run ``_COMMIT`` until it is not refused for the audit head; its last reply.
 
+        ``items``: per session (session, lock token, expected version, new version, state).
         Chained on the head this store last saw; when another guard appended first, the
         records are chained again on the head the script returns.
         """
-        keys = self._keys(session)
+        keys = [k for i in items for k in (self._keys(i[0])[0], *self._keys(i[0])[1::3])]
         head = self._head
         if events and head is None:
             head = self._read_head()
+        each = [
+            a
+            for s, token, expected, version, data in items
+            for a in (token, expected, version, data, s)
+        ]
         for _ in range(1000):
-            rows = self._chain(head or "", events) if events else []
-            args: list[Any] = [token, expected, version, data, self.ttl, session, self.clock()]
-            if rows:
-                args += [head or "", *rows]
+            rows = self._chain(head or "", events) if events else [""]
+            args = [len(items), self.ttl, self.clock(), head or "", rows[0], *each, *rows[1:]]
             try:
                 reply = self._eval(
-                    _COMMIT,
-                    [keys[0], keys[1], keys[4], self._log, self._head_key, self._index],
-                    args,
-                    wait=True,
+                    _COMMIT, [*keys, self._log, self._head_key, self._index], args, True
                 )
             except Exception as exc:
                 self._head = None
                 raise self._failed("save a session", exc) from exc
-            if reply[0] == 1:
-                if rows:
-                    self._head = rows[0]
-                return list(reply)
-            if reply[1] != b"head":
-                return list(reply)
+            if reply[0] == 1 and events:
+                self._head = rows[0]
+            if reply[0] == 1 or reply[1] != b"head":
+                return reply
             head = self._head = reply[2].decode()
         raise StoreError(f"could not append to the audit log of {self._url}: too much contention")
 
@@ -459,7 +493,7 @@ class RedisStore(Records):
                 self._run("index a session", lambda c: c.zadd(self._index, {session: self.clock()}))
         except BaseException:
             self._states.drop(session)
-            self._release(session, token)
+            self._release(token, session)
             raise
         if saved != 1:
             self._states.drop(session)
@@ -468,6 +502,69 @@ class RedisStore(Records):
                 f"lock_ttl={self.lock_ttl} s); the step was not saved"
             )
         self._states.saved(session, data, state, version)
+
+    @contextlib.contextmanager
+    def batch(self, sessions: Sequence[str] = ()) -> Iterator[None]:
+        """Judge many steps together: two round trips (the module docstring says how).
+
+        Inside, ``judge``, ``transaction``, ``peek``, ``interventions`` and ``append_audit`` of
+        the sessions named work on what ``_GRAB`` read; any failure saves nothing. A cluster
+        client (the sessions' slots and the audit log's are apart) judges each step alone.
+        """
+        names = list(dict.fromkeys(sessions))
+        if self._cluster or not names:
+            yield
+            return
+        with self._tx_lock:
+            if self._batch is not None:  # nested: the outer batch saves
+                yield
+                return
+            token = uuid.uuid4().hex
+            self._batch, self._batched = self._grab(names, token), []
+            try:
+                yield
+                items = [
+                    (s, token, "", uuid.uuid4().hex, encode_state(got[0]))
+                    for s, got in self._batch.items()
+                ]
+                if self._commit(items, self._batched)[0] != 1:
+                    raise StoreError(f"a batch lost its locks in {self._url}; nothing was saved")
+                for s, _, _, version, data in items:
+                    self._states.saved(s, data, self._batch[s][0], version)
+            except BaseException:
+                for s in names:
+                    self._states.drop(s)
+                self._release(token, *names)
+                raise
+            finally:
+                self._batch, self._batched = None, []
+
+    def _grab(self, names: list[str], token: str) -> dict[str, list[Any]]:
+        """Lock and read the sessions (``_GRAB``): per session its state and interventions."""
+        keys = [k for s in names for k in (lambda k: (k[0], k[1], k[4], k[3], k[2]))(self._keys(s))]
+        waited = 0.0
+        try:
+            while (
+                got := self._call(
+                    _GRAB,
+                    [*keys, self._head_key],
+                    [token, int(self.lock_ttl * 1000)],
+                    "lock sessions",
+                )
+            )[0] != 1:
+                waited = self._wait(names[0], waited)
+        except BaseException:  # a lost reply may have left the locks taken: they are ours
+            self._release(token, *names)
+            raise
+        found: dict[str, list[Any]] = {}
+        for n, s in enumerate(names):
+            data, version, by, said = got[2 + 4 * n : 6 + 4 * n]
+            self._prime(s, data or None, version.decode(), [got[1]] if n == 0 else [])
+            hit = self._states.pop(s)
+            state = hit[1] if hit is not None else decode_state(data)
+            stop = by[0].decode() if by else None
+            found[s] = [state, (stop, [i.decode("utf-8", "surrogatepass") for i in said])]
+        return found
 
     def judge(
         self,
@@ -485,6 +582,11 @@ class RedisStore(Records):
         Raises:
             StoreError: Redis failed, or the session stayed locked.
         """
+        with self._tx_lock:
+            if self._batch is not None and session in self._batch:
+                result, events = fn(self._batch[session][0])
+                self._batched += events
+                return result
         if self._cluster:
             with self.transaction(session) as state:
                 before = set(state.seen)
@@ -522,7 +624,7 @@ class RedisStore(Records):
                 return self._save_locked(session, data, state, str(version or ""), list(events))
             waited = 0.0
             while True:
-                reply = self._commit(session, "", str(version or ""), new, data, list(events))
+                reply = self._commit([(session, "", str(version or ""), new, data)], list(events))
                 if reply[0] == 1:
                     self._states.saved(session, data, state, new)
                     return None
@@ -540,11 +642,11 @@ class RedisStore(Records):
         try:
             found = self._run("read a session", lambda c: c.get(self._keys(session)[4]))
         except BaseException:
-            self._release(session, token)
+            self._release(token, session)
             raise
         now = (found or b"").decode() if current is not None else ""
         if now != version:
-            self._release(session, token)
+            self._release(token, session)
             return (SessionState() if current is None else decode_state(current)), now or None
         self._ids = []
         self._save_apart(session, token, data, state, events)
@@ -563,7 +665,7 @@ class RedisStore(Records):
                     return token, (got[1] if len(got) > 1 else None)
                 waited = self._wait(session, waited)
         except BaseException:  # a lost reply may have left the lock taken: it is ours
-            self._release(session, token)
+            self._release(token, session)
             raise
 
     def _wait(self, session: str, waited: float) -> float:
@@ -659,7 +761,11 @@ class RedisStore(Records):
         )
 
     def peek(self, session: str) -> SessionState | None:
-        """The saved state, or None."""
+        """The saved state, or None (inside ``batch()``: the state judged so far)."""
+        with self._tx_lock:
+            if self._batch is not None and session in self._batch:
+                state: SessionState = self._batch[session][0]
+                return state
         data = self._run("read a session", lambda c: c.get(self._keys(session)[1]))
         return None if data is None else decode_state(data)
 
@@ -701,8 +807,8 @@ class RedisStore(Records):
     def append_audit(self, event: AuditEvent) -> None:
         """Keep an event; inside ``transaction()`` it is sent with the save."""
         with self._tx_lock:
-            if self._pending is not None:
-                self._pending.append(event)
+            if self._pending is not None or self._batch is not None:
+                (self._pending if self._pending is not None else self._batched).append(event)
                 return
             head = self._head if self._head is not None else self._read_head()
             self._appended(self._append(head, self._chain(head, [event]), ()), [event])
@@ -867,6 +973,10 @@ class RedisStore(Records):
         The same round trip reads the session's state, its version and the audit head, so the
         step judged next (``judge``) commits in one more, whichever replica wrote last.
         """
+        with self._tx_lock:
+            if self._batch is not None and session in self._batch:
+                said, self._batch[session][1] = self._batch[session][1], (None, [])
+                return said  # type: ignore[no-any-return]
         keys = self._keys(session)
         stop_key, feedback_key = keys[3], keys[2]
 

@@ -36,10 +36,11 @@ state.
 
 from __future__ import annotations
 
+import inspect
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from antiloop.errors import ConfigError
@@ -79,6 +80,8 @@ class SplitStore:
         self.records = records
         self._lock = threading.RLock()
         self._pending: list[AuditEvent] | None = None
+        self._queue: list[tuple[str, Sequence[str], list[AuditEvent]]] | None = None  # batch()
+        self._said: dict[str, tuple[str | None, list[str]]] | None = None  # batch()
 
     def __repr__(self) -> str:
         return f"SplitStore({self.state!r}, records={self.records!r})"
@@ -115,7 +118,7 @@ class SplitStore:
             finally:
                 self._pending = None
             if events:
-                self._keep(session, (), events)
+                self._keep([(session, (), events)])
 
     def judge(
         self, session: str, fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]]
@@ -127,26 +130,66 @@ class SplitStore:
         with self._lock, self.state.transaction(session) as state:
             before = set(state.seen)
             result, events = fn(state)
-            ids = [i for i in state.seen if i not in before]
             if events:
-                self._keep(session, ids, list(events))
+                self._keep([(session, [i for i in state.seen if i not in before], list(events))])
         return result
 
-    def _keep(self, session: str, ids: Sequence[str], events: list[AuditEvent]) -> None:
-        """Append ``events`` and note ``ids`` in the ledger, in one ``records`` transaction.
+    @contextmanager
+    def batch(self, sessions: Sequence[str] = ()) -> Iterator[None]:
+        """Judge many steps together, the records of them all kept before any state.
 
-        Nothing is written when every id is in the ledger already (a retry).
+        The state store's ``batch`` (Redis: one read and one save of every session), the
+        sessions' stop requests and feedback read in one ``records`` transaction, and every
+        record written in one more (one multi-row INSERT, one commit).
         """
+        names = list(dict.fromkeys(sessions))
+        with self._lock, batch_of(self.state, names):
+            many = getattr(self.records, "interventions_of", None)
+            self._said = many(names) if callable(many) and names else {}
+            self._queue = []
+            try:
+                yield
+                queue = self._queue
+            finally:
+                self._queue = self._said = None
+            if queue:
+                self._keep(queue)
+
+    def interventions(self, session: str) -> tuple[str | None, list[str]]:
+        """The session's stop request and its feedback (taken); in ``batch()``, as read."""
+        with self._lock:
+            if self._said and session in self._said:
+                return self._said.pop(session)
+        many = getattr(self.records, "interventions_of", None)
+        if callable(many):
+            found: tuple[str | None, list[str]] = many([session])[session]
+            return found
+        return self.records.stop_requested(session), self.records.pop_feedback(session)  # type: ignore[attr-defined]
+
+    def _keep(self, items: list[tuple[str, Sequence[str], list[AuditEvent]]]) -> None:
+        """Append the steps' events and note their ids in the ledger, in one transaction.
+
+        In ``batch()``: at its end, with the whole batch's. A step whose ids are all in the
+        ledger already (a retry) writes nothing.
+        """
+        if self._queue is not None:
+            self._queue += items
+            return
+        many = getattr(self.records, "keep_steps", None)
+        if callable(many):
+            many(items, LEDGER_KEPT)
+            return
         records = self.records
-        with records.transaction(session) as ledger:
-            if ids and all(i in ledger.seen for i in ids):
-                return
-            for event in events:
-                records.append_audit(event)  # type: ignore[attr-defined]
-            for i in ids:
-                ledger.seen[i] = None
-            while len(ledger.seen) > LEDGER_KEPT:
-                del ledger.seen[next(iter(ledger.seen))]
+        for session, ids, events in items:
+            with records.transaction(session) as ledger:
+                if ids and all(i in ledger.seen for i in ids):
+                    continue
+                for event in events:
+                    records.append_audit(event)  # type: ignore[attr-defined]
+                for i in ids:
+                    ledger.seen[i] = None
+                while len(ledger.seen) > LEDGER_KEPT:
+                    del ledger.seen[next(iter(ledger.seen))]
 
     def peek(self, session: str) -> SessionState | None:
         """The saved state, or None."""
@@ -193,6 +236,16 @@ class SplitStore:
             raise ConfigError(f"the store {self.records.url} cannot prune its log yet")
         done: int = pruning(before, now)
         return done
+
+
+def batch_of(store: Any, sessions: Sequence[str]) -> AbstractContextManager[Any]:
+    """``store.batch(sessions)`` (Redis, split), ``store.batch()`` (SQLite), or nothing."""
+    together = getattr(store, "batch", None)
+    if not callable(together):
+        return nullcontext()
+    if "sessions" in inspect.signature(together).parameters:
+        return together(sessions)  # type: ignore[no-any-return]
+    return together()  # type: ignore[no-any-return]
 
 
 def _delegate(to: str, name: str) -> Callable[..., Any]:
