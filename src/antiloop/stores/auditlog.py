@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
@@ -87,9 +88,14 @@ def _dumps(value: Any) -> str:
     return "".join(_c_encoder(value, 0))
 
 
+# orjson reads an integer past 64 bits as a float: a run of 19 digits (it may be one) goes
+# to the stdlib, which reads every integer exactly (and lone surrogates).
+_LONG_NUMBER = re.compile(r"\d{19}")
+
+
 def loads(text: str) -> Any:
-    """A stored body, through orjson when it can read it (the stdlib reads lone surrogates)."""
-    if _fast is not None:
+    """A stored body: through orjson when it reads it exactly, else the stdlib."""
+    if _fast is not None and _LONG_NUMBER.search(text) is None:
         try:
             return _fast.loads(text)
         except _fast.JSONDecodeError:
