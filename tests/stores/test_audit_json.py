@@ -53,3 +53,15 @@ def test_bodies_written_by_either_are_read_and_verified_by_either(
     assert verify_chain(rows, (3, rows[-1].hash)) == []
     edited = [rows[0], type(rows[1])(2, rows[1].body.replace("big", "bag"), rows[1].hash), rows[2]]
     assert [p.kind for p in verify_chain(edited, (3, rows[-1].hash))] == ["edited"]
+
+
+@pytest.mark.parametrize("read_fast", [True, False])
+def test_integers_past_64_bits_are_read_exactly(monkeypatch: Any, read_fast: bool) -> None:
+    """A 20-digit integer in a record's details reads back as that integer, not a float."""
+    big, small = 98765432109876543210, -12345678901234567890
+    row = build_record(AuditEvent("step", "s", 1.0, detail={"n": big, "m": small}), 1, GENESIS)
+    if not read_fast:
+        monkeypatch.setattr(auditlog, "_fast", None)
+    detail = parse_row(row).detail
+    assert detail == {"n": big, "m": small}
+    assert [type(v) for v in detail.values()] == [int, int]

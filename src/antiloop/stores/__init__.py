@@ -1,4 +1,4 @@
-"""Stores: where the guard keeps session state (and, with issue 4, audit and approvals).
+"""Stores: where the guard keeps session state, the audit log, approvals and interventions.
 
 A store is chosen by URL; built-ins are found the way a third party's are::
 
@@ -7,42 +7,33 @@ A store is chosen by URL; built-ins are found the way a third party's are::
     "redis://host:6379/0"       a fleet of guards sharing sessions
     "postgresql://…"            audit and approvals for a fleet
 
-``open_store(state_url, records=records_url)`` splits them: session state in one store (say
-Redis) and the audit log, approvals and interventions in another (say PostgreSQL); see
-``antiloop.stores.split``.
+``open_store(state_url, records=records_url)`` keeps session state in one store (say Redis)
+and the records in another (say PostgreSQL): ``antiloop.stores.split``.
 
-Judging a step is one atomic read-modify-write of its session's state: ``transaction()``.
-Underneath, every built-in keeps the state contract of ``antiloop.stores.state``: ``load``
-(state and version), compare-and-set ``save`` (with the step's audit events), ``forget``,
-``sessions``; ``antiloop.stores.state.judge`` is the one retry loop over it, which Redis
-judges with. The records' SQL is written once for SQLite and PostgreSQL (``_sql``).
-
-Beyond ``Store``, the built-in stores have four optional capabilities, each a Protocol here:
-``AuditLog`` (a redacted, hash-chained record of every step and verdict), ``ApprovalStore``
-(approval requests and their decisions), ``ResultCache`` (the query cache) and ``Interventions``
-(feedback from people and a stop flag, per session). Callers test for them with
-``isinstance(store, AuditLog)``. A store may also offer ``Judge`` (Redis does): judging a step
-by compare-and-set, so that a guard that keeps judging its sessions needs one round trip.
+Judging a step is one atomic read-modify-write of its session's state: ``transaction()``, or
+the compare-and-set contract of ``antiloop.stores.state`` (``load``, ``save``, ``forget``,
+``sessions``) and its one retry loop ``state.judge``, which Redis judges with. The records'
+SQL is written once for SQLite and PostgreSQL (``_sql``). Beyond ``Store``, the built-ins have
+four capabilities, each a Protocol here, tested with ``isinstance(store, AuditLog)``:
+``AuditLog`` (a redacted, hash-chained record of every step and verdict), ``ApprovalStore``,
+``ResultCache`` (the query cache) and ``Interventions`` (feedback and stop requests).
 """
 
 from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from antiloop.errors import ConfigError
-from antiloop.history import SessionState
 from antiloop.stores.protocol import Store as Store
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest, ApprovalStatus
     from antiloop.audit import AuditEvent
     from antiloop.stores.auditlog import AuditRecord, Problem, SessionSummary
-
-V = TypeVar("V")
 
 #: Built-in stores by URL scheme, as ``"module:attr"``.
 BUILTIN: dict[str, str] = {
@@ -66,23 +57,6 @@ def default_store_url() -> str:
             home = Path("~" + url[len(prefix) :]).expanduser()
             return "sqlite:///" + str(home).lstrip("/")
     return url
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """A store that judges a step by compare-and-set (``Guard.record`` uses it when present)."""
-
-    def judge(
-        self, session: str, fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]]
-    ) -> V:
-        """Run ``fn`` on the session's state, then save the state and keep the events atomically.
-
-        ``fn`` changes the state it is given and returns its result and the audit events to
-        keep. When another writer saved the session after the state ``fn`` was given was
-        read, nothing is saved and ``fn`` runs again on the current state, so it must depend
-        on nothing but the state (and what it was built with).
-        """
-        ...
 
 
 @runtime_checkable

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any
 
 from antiloop.audit import AuditEvent
@@ -51,17 +51,8 @@ GENESIS = "0" * 64
 """The ``prev`` of the first record."""
 
 # Bodies are hashed as stored, so no canonical key order is needed: they are built in one order.
-# One C encoder serves every call (``JSONEncoder.encode`` makes one per call, which costs more
-# than encoding a record); its output is ``json.dumps(o, separators=(",", ":"))``. Values are
-# redacted copies (plain trees) before they get here, so no circular check is needed.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True)
-_c_encoder = (
-    c_make_encoder(
-        None, _ENCODER.default, encode_basestring_ascii, None, ":", ",", False, False, True
-    )
-    if c_make_encoder is not None
-    else None
-)
+# Values are redacted copies (plain trees) before they get here: no circular check is needed.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 try:  # the `fast` extra: bodies written 4x and read 3x faster (bench/results/json.md)
@@ -82,14 +73,17 @@ def _dumps(value: Any) -> str:
             return str(_fast.dumps(value).decode())
         except TypeError:
             pass
-    if _c_encoder is None:  # pragma: no cover - CPython has the C encoder
-        return _ENCODER.encode(value)
-    return "".join(_c_encoder(value, 0))
+    return _ENCODER.encode(value)
+
+
+# orjson reads an integer past 64 bits as a float: a run of 19 digits (it may be one) goes
+# to the stdlib, which reads every integer exactly (and lone surrogates).
+_LONG_NUMBER = re.compile(r"\d{19}")
 
 
 def loads(text: str) -> Any:
-    """A stored body, through orjson when it can read it (the stdlib reads lone surrogates)."""
-    if _fast is not None:
+    """A stored body: through orjson when it reads it exactly, else the stdlib."""
+    if _fast is not None and _LONG_NUMBER.search(text) is None:
         try:
             return _fast.loads(text)
         except _fast.JSONDecodeError:
@@ -241,15 +235,15 @@ def _cap(text: str, cap: int) -> tuple[str, str, int]:
 
 def build_record(event: AuditEvent, seq: int, prev: str, cap: int = DEFAULT_CAP) -> AuditRow:
     """The stored form of an event: redacted, capped, numbered ``seq`` and linked to ``prev``."""
-    body: dict[str, Any] = {"seq": seq, "session": event.session, "kind": event.kind}
-    body["at"] = event.at
-    body["prev"] = prev
-    if event.agent is not None:
-        body["agent"] = event.agent
-    if event.index is not None:
-        body["index"] = event.index
-    if event.tool is not None:
-        body["tool"] = event.tool
+    body: dict[str, Any] = {
+        "seq": seq,
+        "session": event.session,
+        "kind": event.kind,
+        "at": event.at,
+        "prev": prev,
+    }
+    named = (("agent", event.agent), ("index", event.index), ("tool", event.tool))
+    body.update((name, value) for name, value in named if value is not None)
     if event.args is not None:
         text = _dumps(redact_value(event.args))
         body["args"], body["args_sha256"], body["args_bytes"] = _cap(text, cap)
@@ -341,10 +335,8 @@ def verify_chain(
         The problems, each naming the record edited, deleted or inserted.
     """
     rows = list(rows)
-    problems: list[Problem] = _base_problems(rows, base)
-    if base is not None and base[0] > 0:
-        return problems + _verify_from(rows, head, base)
-    return problems + _verify_from(rows, head, (0, GENESIS))
+    start = base if base is not None and base[0] > 0 else (0, GENESIS)
+    return _base_problems(rows, base) + _verify_from(rows, head, start)
 
 
 def _base_problems(rows: list[AuditRow], base: tuple[int, str] | None) -> list[Problem]:
@@ -399,11 +391,7 @@ def _verify_from(
             )
             continue
         if seq > expected:
-            gap = (
-                f"record {expected} was"
-                if seq == expected + 1
-                else f"records {expected}-{seq - 1} were"
-            )
+            gap = _span(expected, seq - 1)
             problems.append(Problem(expected, "deleted", f"{gap} deleted (the next is {seq})"))
         elif i + 1 < len(items) and items[i + 1][0].seq == seq and intact:
             # A duplicate follows: the genuine one links to the record before and is linked to.
@@ -439,18 +427,10 @@ def _verify_from(
         return problems
     head_seq, head_hash = head
     if last_seq < head_seq:
-        gap = (
-            f"record {head_seq} was"
-            if last_seq + 1 == head_seq
-            else (f"records {last_seq + 1}-{head_seq} were")
-        )
+        gap = _span(last_seq + 1, head_seq)
         problems.append(Problem(last_seq + 1, "deleted", f"{gap} deleted from the end"))
     elif last_seq > head_seq:
-        gap = (
-            f"record {last_seq} was"
-            if head_seq + 1 == last_seq
-            else (f"records {head_seq + 1}-{last_seq} were")
-        )
+        gap = _span(head_seq + 1, last_seq)
         problems.append(Problem(head_seq + 1, "inserted", f"{gap} inserted after the chain head"))
     elif items and prev_hash != head_hash and not any(p.seq == last_seq for p in problems):
         problems.append(
@@ -462,6 +442,10 @@ def _verify_from(
             )
         )
     return problems
+
+
+def _span(first: int, last: int) -> str:
+    return f"record {first} was" if first == last else f"records {first}-{last} were"
 
 
 def summarise(records: Iterable[AuditRecord]) -> list[SessionSummary]:

@@ -25,12 +25,9 @@ their ten fields in order; a vector is ``(typecode, its little-endian bytes)``; 
 ``(action, detector, outcome, fingerprint, reason, hint, evidence, escalate_to)``. The guard
 keeps the windows to their bounds.
 
-A step changes one stream of its session, and a window is mostly the previous step's window:
-a step record never changes once in a window, so its bytes are made once and memoised by
-identity, and a stream whose window, messages (and their vectors) and counters are what they
-were when it was last encoded is not encoded again. Writing a state thus copies a few byte
-strings instead of walking a few hundred objects. Readings repeat from step to step, so
-decoded ones are memoised too.
+A window is mostly the previous step's window, and a step record never changes once in it:
+its bytes are made once and memoised by identity, so writing a state copies a few byte
+strings instead of walking a few hundred objects. Decoded readings are memoised too.
 
 Example:
     >>> from antiloop.history import SessionState
@@ -68,9 +65,6 @@ _readings_memo: dict[tuple[Any, ...], Readings] = {}
 # each stream's encoded window is memoised by the stream's identity, with the records it was
 # made of (kept in the entry, so neither their ids nor the stream's can be reused meanwhile).
 _window_memo: dict[int, tuple[StreamState, tuple[StepRecord, ...], tuple[bytes, ...]]] = {}
-# A stream's bytes, with what they were made from (the same identity rules; the counters and
-# the stopped procedures by value, the messages and their vectors by identity).
-_stream_memo: dict[int, tuple[StreamState, tuple[Any, ...], bytes]] = {}
 
 
 def _vec_out(vec: array[Any] | None) -> tuple[str, bytes] | None:
@@ -218,40 +212,6 @@ def _stream_out(s: StreamState) -> tuple[Any, ...]:
     )
 
 
-def _stream_bytes(s: StreamState) -> bytes:
-    window = s.window
-    messages = s.messages
-    made = (
-        tuple(window),
-        tuple(messages),
-        tuple([m.vector for m in messages]),
-        (s.run, s.fail_tool, s.fails, s.fail_steps, s.blanks, s.fail_errors),
-        dict(s.stopped),
-        None if s.chains is None else dict(s.chains),
-    )
-    memo = _stream_memo
-    hit = memo.get(id(s))
-    if hit is not None and hit[0] is s:
-        was = hit[1]
-        if (
-            len(was[0]) == len(window)
-            and all(map(is_, was[0], made[0]))
-            and len(was[1]) == len(messages)
-            and all(map(is_, was[1], made[1]))
-            and all(map(is_, was[2], made[2]))
-            and was[3] == made[3]
-            and was[4] == made[4]
-            and was[5] == made[5]
-        ):
-            return hit[2]
-        del memo[id(s)]
-    out = marshal.dumps(_stream_out(s), _MARSHAL)
-    if len(memo) >= _MEMO_MAX:
-        del memo[next(iter(memo))]
-    memo[id(s)] = (s, made, out)
-    return out
-
-
 def _stream_in(data: tuple[Any, ...] | bytes) -> StreamState:
     d: tuple[Any, ...] = (
         marshal.loads(data)  # noqa: S302 - plain values
@@ -276,7 +236,9 @@ def encode_state(state: SessionState) -> bytes:
         state.steps,
         _text_out(state.goal),
         _vec_out(state.goal_vector),
-        tuple([(agent, _stream_bytes(s)) for agent, s in state.streams.items()]),
+        tuple(
+            [(agent, marshal.dumps(_stream_out(s), _MARSHAL)) for agent, s in state.streams.items()]
+        ),
         None if ended is None else _verdict_out(ended),
         _seen_out(state.seen),
         None if state.spend is None else tuple(state.spend.items()),

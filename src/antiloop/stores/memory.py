@@ -241,13 +241,11 @@ class MemoryStore(Records):
 
     def cache_get(self, key: str) -> str | None:
         """The cached value, or None."""
-        hit = self._cache.get(key)
-        if hit is None:
-            return None
-        if hit[0] <= self.clock():
-            self._cache.pop(key, None)
-            return None
-        return hit[1]
+        expires, value = self._cache.get(key, (0.0, None))
+        if expires > self.clock():
+            return value
+        self._cache.pop(key, None)
+        return None
 
     def cache_put(self, key: str, value: str, ttl_seconds: float) -> None:
         """Keep a value for ``ttl_seconds``."""

@@ -35,7 +35,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import Any, TypeVar
 
 from antiloop._files import PRIVATE_FILE, make_private_dirs
@@ -63,100 +62,6 @@ _SMALLEST_DATABASE = 512
 _TRANSIENT = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_PROTOCOL")
 """Lock errors worth another try (``sqlite3.Error.sqlite_errorname`` prefixes)."""
 T = TypeVar("T")
-
-
-class _Transaction:
-    __slots__ = ("_link", "_saved", "_session", "_state", "_store")
-
-    def __init__(self, store: SQLiteStore, session: str) -> None:
-        self._store = store
-        self._session = session
-        self._state: SessionState | None = None
-        self._saved = False  # the session has a row (an UPDATE saves it)
-
-    def __enter__(self) -> SessionState:
-        store = self._store
-        link = store._hold()
-        try:
-            if link.in_tx:  # this thread's, through another store: do not roll it back
-                raise StoreError(
-                    f"could not lock the database in {store.path}: this thread already has a "
-                    "transaction open on it"
-                )
-            try:
-                if link.batch:  # inside batch(): a savepoint of the batch's transaction
-                    link.cursor.execute("SAVEPOINT step")
-                else:
-                    store._begin(link)
-            except sqlite3.Error as exc:
-                raise store._failed("could not lock the database", exc) from exc
-            cur = link.cursor
-            try:
-                # Only other connections' commits change the data version: unchanged since
-                # this connection's last transaction, the state saved then is the one stored.
-                version = cur.execute(_DATA_VERSION).fetchone()[0]
-                if version != link.version:
-                    link.version = version
-                    link.head = None
-                state = link.states.take(self._session, version)
-                if state is None:
-                    row = cur.execute(store._sql["state"], (self._session,)).fetchone()
-                    state = link.states.load(self._session, None if row is None else row[0])
-                    self._saved = row is not None
-                else:
-                    self._saved = True
-            except BaseException as exc:
-                _undo(link)
-                if isinstance(exc, sqlite3.Error):
-                    raise store._failed("could not read a session", exc) from exc
-                raise
-        except BaseException:
-            link.lock.release()
-            raise
-        link.in_tx = True
-        self._link = link
-        self._state = state
-        return state
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        store = self._store
-        link = self._link
-        kept = False
-        try:
-            if kind is None:
-                assert self._state is not None  # noqa: S101
-                try:
-                    data = encode_state(self._state)
-                    cur = link.cursor
-                    if self._saved:
-                        cur.execute(store._sql["set_state"], (data, store.clock(), self._session))
-                    else:
-                        cur.execute(store._sql["put_state"], (self._session, data, store.clock()))
-                    cur.execute("RELEASE step" if link.batch else "COMMIT")
-                    link.head_pending = False
-                    link.states.saved(self._session, data, self._state, link.version)
-                    kept = True
-                except sqlite3.Error as err:
-                    _undo(link)
-                    raise store._failed("could not save a session", err) from err
-                except BaseException:
-                    _undo(link)
-                    raise
-            else:
-                _undo(link)
-        finally:
-            if not kept:
-                link.states.drop(self._session)
-            if link.head_pending:
-                link.head = None  # not committed: the head it moved to was not written
-                link.head_pending = False
-            link.in_tx = False
-            link.lock.release()
 
 
 def _undo(link: Link) -> None:
@@ -355,11 +260,11 @@ class SQLiteStore(SQLRecords):
         if str(mode).lower() != "wal":
             raise StoreError(f"{self.path}: could not switch to WAL mode (journal_mode={mode})")
         db.execute(f"PRAGMA synchronous = {self.synchronous}")
-        if _ids(db) == (APPLICATION_ID, SCHEMA_VERSION):
+        if self._check_owner(db) == (APPLICATION_ID, SCHEMA_VERSION):
             return
         db.execute("BEGIN IMMEDIATE")
         try:
-            version = self._check_owner(db)
+            version = self._check_owner(db)[1]
             for step in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[step]:
                     db.execute(statement)
@@ -381,8 +286,8 @@ class SQLiteStore(SQLRecords):
                     raise
                 time.sleep(0.005)
 
-    def _check_owner(self, db: sqlite3.Connection) -> int:
-        """The schema version; a foreign or newer database is a StoreError."""
+    def _check_owner(self, db: sqlite3.Connection) -> tuple[int, int]:
+        """The application id and schema version; a foreign or newer database is a StoreError."""
         # One statement, one snapshot: another process may be creating the schema meanwhile.
         app, version, tables = db.execute(
             "SELECT (SELECT application_id FROM pragma_application_id),"
@@ -400,13 +305,67 @@ class SQLiteStore(SQLRecords):
                 f"{self.path} has schema version {version}, written by a newer antiloop "
                 f"(this one knows up to {SCHEMA_VERSION}): upgrade antiloop"
             )
-        return int(version)
+        return int(app), int(version)
 
     # -- sessions -------------------------------------------------------------------------
 
-    def transaction(self, session: str) -> _Transaction:
-        """Lock the database (``BEGIN IMMEDIATE``), yield the state, save it on a clean exit."""
-        return _Transaction(self, session)
+    @contextlib.contextmanager
+    def transaction(self, session: str) -> Iterator[SessionState]:
+        """Lock the database (``BEGIN IMMEDIATE``), yield the state, save it on a clean exit.
+
+        Inside ``batch()`` a step is a savepoint of the batch's transaction. The state this
+        connection saved last is handed out again, unread, when no other connection committed
+        since (``PRAGMA data_version``); a step that is not kept drops it.
+        """
+        link = self._hold()
+        try:
+            if link.in_tx:  # this thread's, through another store: do not roll it back
+                raise StoreError(
+                    f"could not lock the database in {self.path}: this thread already has a "
+                    "transaction open on it"
+                )
+            try:
+                if link.batch:
+                    link.cursor.execute("SAVEPOINT step")
+                else:
+                    self._begin(link)
+            except sqlite3.Error as exc:
+                raise self._failed("could not lock the database", exc) from exc
+            cur, kept = link.cursor, False
+            link.in_tx = True
+            try:
+                try:
+                    version = cur.execute(_DATA_VERSION).fetchone()[0]
+                    if version != link.version:
+                        link.version, link.head = version, None
+                    state = link.states.take(session, version)
+                    saved = state is not None  # the session has a row: an UPDATE saves it
+                    if state is None:
+                        row = cur.execute(self._sql["state"], (session,)).fetchone()
+                        state = link.states.load(session, None if row is None else row[0])
+                        saved = row is not None
+                except sqlite3.Error as exc:
+                    raise self._failed("could not read a session", exc) from exc
+                yield state
+                try:
+                    data = encode_state(state)
+                    args = (data, self.clock(), session) if saved else (session, data, self.clock())
+                    cur.execute(self._sql["set_state" if saved else "put_state"], args)
+                    cur.execute("RELEASE step" if link.batch else "COMMIT")
+                except sqlite3.Error as exc:
+                    raise self._failed("could not save a session", exc) from exc
+                link.head_pending = False
+                link.states.saved(session, data, state, link.version)
+                kept = True
+            finally:
+                if not kept:
+                    _undo(link)
+                    link.states.drop(session)
+                if link.head_pending:  # not committed: the head it moved to was not written
+                    link.head, link.head_pending = None, False
+                link.in_tx = False
+        finally:
+            link.lock.release()
 
     def _begin(self, link: Link) -> sqlite3.Connection:
         """``BEGIN IMMEDIATE`` on the held link, retried on transient lock errors until ``timeout``.
@@ -444,54 +403,48 @@ class SQLiteStore(SQLRecords):
 
     def _write(self, what: str, fn: Callable[[Any], T]) -> T:
         """Run ``fn`` on the link's cursor in its own write transaction (or in the open one)."""
-        with self._held() as link:
-            if link.in_tx or link.batch:
-                try:
-                    return fn(link.cursor)
-                except sqlite3.Error as exc:
-                    raise self._failed(f"could not {what}", exc) from exc
-            try:
-                db = self._begin(link)
-            except sqlite3.Error as exc:
-                raise self._failed(f"could not {what}", exc) from exc
-            try:
-                result = fn(link.cursor)
-                db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                _rollback(db)
-                raise self._failed(f"could not {what}", exc) from exc
-            except BaseException:
-                _rollback(db)
-                raise
-            return result
+        with self._writing(what) as link:
+            return fn(link.cursor)
 
-    @contextlib.contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> contextlib.AbstractContextManager[Any]:
         """Judge many steps in one write transaction, with one commit (``POST /v1/steps``).
 
         Each ``transaction()`` inside is a savepoint, so a step that fails is undone alone;
         none is kept (nor seen by other processes) before the end, and a failed commit keeps
         none. Other threads of this process wait for the batch; inside one, it is a no-op.
         """
+        return self._writing("save a batch", batch=True)
+
+    @contextlib.contextmanager
+    def _writing(self, what: str, batch: bool = False) -> Iterator[Link]:
+        """The held link in a write transaction of its own (or the one open); errors name ``what``.
+
+        A transaction's or a batch's, when one is open; else one of its own, committed at the end.
+        """
         with self._held() as link:
             if link.in_tx or link.batch:
-                yield
+                try:
+                    yield link
+                except sqlite3.Error as exc:
+                    raise self._failed(f"could not {what}", exc) from exc
                 return
             try:
                 db = self._begin(link)
             except sqlite3.Error as exc:
-                raise self._failed("could not lock the database", exc) from exc
-            link.batch = True
+                raise self._failed(
+                    "could not lock the database" if batch else f"could not {what}", exc
+                ) from exc
+            link.batch = batch
             try:
-                yield
+                yield link
                 link.batch = False
                 db.execute("COMMIT")
             except BaseException as exc:
                 link.batch = False
                 _rollback(db)
-                link.forget()  # what was saved in the batch is not
+                link.forget()  # what was saved in it is not
                 if isinstance(exc, sqlite3.Error):
-                    raise self._failed("could not save a batch", exc) from exc
+                    raise self._failed(f"could not {what}", exc) from exc
                 raise
 
     def _dropped(self, session: str) -> None:
@@ -537,9 +490,3 @@ class SQLiteStore(SQLRecords):
             if lines != ["ok"]:
                 found.extend(f"{check}: {line}" for line in lines)
         return found
-
-
-def _ids(db: sqlite3.Connection) -> tuple[int, int]:
-    app = db.execute("PRAGMA application_id").fetchone()[0]
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    return int(app), int(version)
