@@ -172,13 +172,13 @@ def observe(state: SessionState, step: Step, policy: Policy) -> History:
         state.goal = step.goal
     agent = step.agent.lower()
     stream = state.streams.get(agent)
-    if stream is None:
-        stream = state.streams[agent] = StreamState([], [])
+    if stream is None:  # one string per agent name as the key, however many sessions
+        stream = state.streams[sys.intern(agent)] = StreamState([], [])
     index = state.steps - 1
     proc = procedure_of(step.tool, step.args, step.paths, step.cwd)
     tool = sys.intern(step.tool.lower())  # one string per tool name, however many steps
     record = None
-    if not allowed(tool, proc, policy.allow):
+    if not policy.allow or not allowed(tool, proc, policy.allow):
         record = _add_record(index, tool, proc, step, stream, policy)
     if step.failed:
         error = _error_digest(record, step, proc.runs_something)
@@ -202,16 +202,19 @@ def _add_record(
     digest = key_digest(proc.key)
     record = StepRecord(index, tool, proc.operation, digest, proc, result)
     window = stream.window
-    depth = min(policy.lookback, len(window))
-    same_as = [
-        same(old, record) if (old := window[-back]).procedure == digest else None
-        for back in range(1, depth + 1)
-    ]
-    record.same_as = tuple(same_as)
-    stream.run = stream.run + 1 if same_as and same_as[0] is not None else 1
+    lookback = policy.lookback
+    if window:
+        same_as = []
+        for back in range(1, min(lookback, len(window)) + 1):
+            old = window[-back]
+            same_as.append(same(old, record) if old.procedure == digest else None)
+        record.same_as = tuple(same_as)
+        stream.run = stream.run + 1 if same_as and same_as[0] is not None else 1
+    else:
+        stream.run = 1
     window.append(record)
-    if len(window) > policy.lookback:
-        window[-policy.lookback - 1].release()  # no later step compares with it: text can go
+    if len(window) > lookback:
+        window[-lookback - 1].release()  # no later step compares with it: text can go
     if len(window) > policy.window:
         del window[0]
     return record
