@@ -8,6 +8,7 @@ and ``d.with_action(Action.ASK)`` remaps what a detector decides::
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -284,7 +285,8 @@ def _vector(embedder: Embedder, text: str) -> array[float]:
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    return float(sum(x * y for x, y in zip(a, b, strict=False)))
+    # map(mul) sums the same products in the same order as a generator, in half the time
+    return float(sum(map(operator.mul, a, b)))
 
 
 def _message_vector(embedder: Embedder, message: MessageRecord) -> array[float]:
@@ -411,7 +413,13 @@ class Stagnation(Detector):
         if threshold is None:
             threshold = calibrated_stagnation_threshold(self.embedder)
         vec = _message_vector(self.embedder, msg)
-        sims = [_cosine(vec, _message_vector(self.embedder, p)) for p in recent_first]
+        floor = threshold - semantic.FLOOR_MARGIN
+        sims = []
+        for p in recent_first:  # one below the floor cannot stall: the older need no vector
+            sim = _cosine(vec, _message_vector(self.embedder, p))
+            if sim < floor:
+                return None
+            sims.append(sim)
         if not semantic.stalled(sims, [False] * len(sims), threshold, self.decay):
             return None
         return self._verdict(history, msg, f"{self.window + 1} similar messages", self.window + 1)

@@ -489,7 +489,9 @@ def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> b
     return signals.claim is not None
 
 
-def _numbers_with_words(text: str) -> list[tuple[str, str, str]]:
+# The stagnation check compares each message with the next ones of its window: read once.
+@functools.lru_cache(maxsize=256)
+def _numbers_with_words(text: str) -> tuple[tuple[str, str, str], ...]:
     out = []
     for m in _NUMBER.finditer(text):
         before = _WORD_BEFORE.search(text, max(0, m.start() - 24), m.start())
@@ -501,7 +503,7 @@ def _numbers_with_words(text: str) -> list[tuple[str, str, str]]:
                 after.group(1).lower() if after else "",
             )
         )
-    return out
+    return tuple(out)
 
 
 def numbers_progress(before: str, after: str) -> bool:
