@@ -30,6 +30,7 @@ from antiloop.deferred import Deferred, is_fallback
 from antiloop.history import History, MessageRecord, SessionState, StepRecord, StreamState
 from antiloop.history import key_digest as key_digest
 from antiloop.readings import (
+    Readings,
     SameResult,
     _error_line,  # the error line alone, for failure streaks
     same_result,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from antiloop.config import GuardConfig
     from antiloop.events import FileState, Step
 
-__all__ = ["Policy", "allowed", "decide", "judge", "observe", "refuse", "same"]
+__all__ = ["Policy", "allowed", "decide", "judge", "observe", "refuse", "same", "same_readings"]
 
 DetectorFn = Callable[[History], Verdict | None]
 BudgetFn = Callable[[SessionState, "Step", Verdict | None], Verdict | None]
@@ -229,8 +230,11 @@ def same(old: StepRecord, new: StepRecord) -> SameResult | None:
     """
     if old.procedure != new.procedure:
         return None
-    theirs = old.readings
-    ours = new.readings
+    return same_readings(old.readings, new.readings)
+
+
+def same_readings(theirs: Readings, ours: Readings) -> SameResult | None:
+    """How the results of two steps of one procedure are the same (``same``), or None."""
     if is_fallback(theirs):
         if theirs.exact != ours.exact:
             return None

@@ -160,7 +160,7 @@ def judge_stream(
         verdict, stops = _judge_line(guard, raw, lineno, index, summary)
         del raw  # a huge line is held once at a time, never two
         stopped = stopped or stops
-        if type(verdict) is dict:
+        if isinstance(verdict, dict):
             write(wire_text(verdict))
         else:
             if verdict is not last:  # most steps get the one plain ``continue``: written once
