@@ -18,48 +18,11 @@ _NUMBER = LazyPattern(r"\d+(?:\.\d+)?")
 
 # Words that make the next (or previous) number a counter: attempt 3 -> 4 is no progress.
 _COUNTER_WORDS = frozenset(
-    {
-        "attempt",
-        "attempts",
-        "try",
-        "tries",
-        "tried",
-        "retry",
-        "retries",
-        "retrying",
-        "iteration",
-        "iterations",
-        "iter",
-        "step",
-        "steps",
-        "round",
-        "rounds",
-        "pass",
-        "run",
-        "runs",
-        "loop",
-        "cycle",
-        "time",
-        "times",
-        "turn",
-        "turns",
-        "no",
-        "number",
-        "n",
-        "poll",
-        "polls",
-        "check",
-        "checked",
-        "again",
-        "epoch",
-        "trial",
-        "waited",
-        "waiting",
-        "seconds",
-        "second",
-        "minutes",
-        "elapsed",
-    }
+    """
+    attempt attempts try tries tried retry retries retrying iteration iterations iter step
+    steps round rounds pass run runs loop cycle time times turn turns no number n poll polls
+    check checked again epoch trial waited waiting seconds second minutes elapsed
+    """.split()  # noqa: SIM905 - a word list reads better as text
 )
 _WORD_BEFORE = LazyPattern(r"([a-z]+)\W{0,3}$", re.IGNORECASE)
 _WORD_AFTER = LazyPattern(r"^\W{0,2}([a-z]+)", re.IGNORECASE)
