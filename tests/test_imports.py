@@ -39,6 +39,8 @@ CORE = (
     "antiloop.detectors",
     "antiloop.history",
     "antiloop.semantic",
+    "antiloop.stagnation",
+    "antiloop.edits",
     "antiloop.redact",
     "antiloop.errors",
     "antiloop.config",

@@ -30,6 +30,7 @@ from antiloop.deferred import Deferred, is_fallback
 from antiloop.history import History, MessageRecord, SessionState, StepRecord, StreamState
 from antiloop.history import key_digest as key_digest
 from antiloop.readings import (
+    Readings,
     SameResult,
     _error_line,  # the error line alone, for failure streaks
     same_result,
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from antiloop.config import GuardConfig
     from antiloop.events import FileState, Step
 
-__all__ = ["Policy", "allowed", "decide", "judge", "observe", "refuse", "same"]
+__all__ = ["Policy", "allowed", "decide", "judge", "observe", "refuse", "same", "same_readings"]
 
 DetectorFn = Callable[[History], Verdict | None]
 BudgetFn = Callable[[SessionState, "Step", Verdict | None], Verdict | None]
@@ -172,13 +173,13 @@ def observe(state: SessionState, step: Step, policy: Policy) -> History:
         state.goal = step.goal
     agent = step.agent.lower()
     stream = state.streams.get(agent)
-    if stream is None:
-        stream = state.streams[agent] = StreamState([], [])
+    if stream is None:  # one string per agent name as the key, however many sessions
+        stream = state.streams[sys.intern(agent)] = StreamState([], [])
     index = state.steps - 1
     proc = procedure_of(step.tool, step.args, step.paths, step.cwd)
     tool = sys.intern(step.tool.lower())  # one string per tool name, however many steps
     record = None
-    if not allowed(tool, proc, policy.allow):
+    if not policy.allow or not allowed(tool, proc, policy.allow):
         record = _add_record(index, tool, proc, step, stream, policy)
     if step.failed:
         error = _error_digest(record, step, proc.runs_something)
@@ -202,16 +203,19 @@ def _add_record(
     digest = key_digest(proc.key)
     record = StepRecord(index, tool, proc.operation, digest, proc, result)
     window = stream.window
-    depth = min(policy.lookback, len(window))
-    same_as = [
-        same(old, record) if (old := window[-back]).procedure == digest else None
-        for back in range(1, depth + 1)
-    ]
-    record.same_as = tuple(same_as)
-    stream.run = stream.run + 1 if same_as and same_as[0] is not None else 1
+    lookback = policy.lookback
+    if window:
+        same_as = []
+        for back in range(1, min(lookback, len(window)) + 1):
+            old = window[-back]
+            same_as.append(same(old, record) if old.procedure == digest else None)
+        record.same_as = tuple(same_as)
+        stream.run = stream.run + 1 if same_as and same_as[0] is not None else 1
+    else:
+        stream.run = 1
     window.append(record)
-    if len(window) > policy.lookback:
-        window[-policy.lookback - 1].release()  # no later step compares with it: text can go
+    if len(window) > lookback:
+        window[-lookback - 1].release()  # no later step compares with it: text can go
     if len(window) > policy.window:
         del window[0]
     return record
@@ -226,8 +230,11 @@ def same(old: StepRecord, new: StepRecord) -> SameResult | None:
     """
     if old.procedure != new.procedure:
         return None
-    theirs = old.readings
-    ours = new.readings
+    return same_readings(old.readings, new.readings)
+
+
+def same_readings(theirs: Readings, ours: Readings) -> SameResult | None:
+    """How the results of two steps of one procedure are the same (``same``), or None."""
     if is_fallback(theirs):
         if theirs.exact != ours.exact:
             return None

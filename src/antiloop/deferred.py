@@ -152,6 +152,7 @@ class TextBudget:
         self._used = 0
         self._texts: dict[weakref.ref[Deferred], int] = {}
         self._dead: list[weakref.ref[Deferred]] = []  # records gone since the last change
+        self._gone = self._release  # the weak references' callback, bound once
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -171,9 +172,10 @@ class TextBudget:
 
     def keep(self, text: Deferred, size: int) -> None:
         """Hold ``text`` (``size`` bytes); drop the oldest ones while the budget is exceeded."""
-        ref = weakref.ref(text, self._dead.append)
+        ref = weakref.ref(text, self._gone)
         with self._lock:
-            self._settle()
+            if self._dead:
+                self._settle()
             texts = self._texts
             texts[ref] = size
             self._used += size
@@ -203,6 +205,24 @@ class TextBudget:
             self._texts.clear()
             self._dead.clear()
             self._used = 0
+
+    def _release(self, ref: weakref.ref[Deferred]) -> None:
+        """A kept text's record is gone: its bytes come back now, or at the next change.
+
+        Called by the garbage collector, maybe while this thread or another holds the lock:
+        then the reference waits in ``_dead``.
+        """
+        if ref not in self._texts:  # read or released before (most records): nothing held
+            return
+        if self._lock.acquire(blocking=False):
+            try:
+                size = self._texts.pop(ref, None)
+                if size is not None:
+                    self._used -= size
+            finally:
+                self._lock.release()
+        else:
+            self._dead.append(ref)
 
     def _settle(self) -> None:
         dead = self._dead

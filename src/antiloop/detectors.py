@@ -8,6 +8,7 @@ and ``d.with_action(Action.ASK)`` remaps what a detector decides::
 
 from __future__ import annotations
 
+import operator
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -56,18 +57,27 @@ def _flatten(kind: type, parts: Iterable[Detector | DetectorFn]) -> tuple[Detect
     return tuple(out)
 
 
+def _bound(detector: DetectorFn) -> DetectorFn:
+    return detector.__call__ if isinstance(detector, Detector) else detector
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class AnyOf(Detector):
     """Fires when any part fires; the worst verdict wins (``stop`` beats ``ask``)."""
 
     detectors: tuple[DetectorFn, ...]
+    # each part's ``__call__``, bound once: a bound method is called in half the instructions
+    # of an instance (callgrind: 6 detectors, 8.7k -> 4.8k a step)
+    _calls: tuple[DetectorFn, ...] = field(init=False, repr=False, compare=False)
 
     def __init__(self, detectors: Iterable[Detector | DetectorFn]) -> None:
-        object.__setattr__(self, "detectors", _flatten(AnyOf, detectors))
+        parts = _flatten(AnyOf, detectors)
+        object.__setattr__(self, "detectors", parts)
+        object.__setattr__(self, "_calls", tuple(_bound(d) for d in parts))
 
     def __call__(self, history: History) -> Verdict | None:
         fired = None
-        for detector in self.detectors:
+        for detector in self._calls:
             verdict = detector(history)
             if verdict is not None:
                 fired = [verdict] if fired is None else [*fired, verdict]
@@ -261,7 +271,7 @@ class MaxSteps(Detector):
     limit: int = 100
 
     def __call__(self, history: History) -> Verdict | None:
-        if history.count < self.limit:
+        if history.session.steps < self.limit:  # history.count, without a property call
             return None
         return Verdict.stop(
             "max-steps",
@@ -275,7 +285,8 @@ def _vector(embedder: Embedder, text: str) -> array[float]:
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    return float(sum(x * y for x, y in zip(a, b, strict=False)))
+    # map(mul) sums the same products in the same order as a generator, in half the time
+    return float(sum(map(operator.mul, a, b)))
 
 
 def _message_vector(embedder: Embedder, message: MessageRecord) -> array[float]:
@@ -402,7 +413,13 @@ class Stagnation(Detector):
         if threshold is None:
             threshold = calibrated_stagnation_threshold(self.embedder)
         vec = _message_vector(self.embedder, msg)
-        sims = [_cosine(vec, _message_vector(self.embedder, p)) for p in recent_first]
+        floor = threshold - semantic.FLOOR_MARGIN
+        sims = []
+        for p in recent_first:  # one below the floor cannot stall: the older need no vector
+            sim = _cosine(vec, _message_vector(self.embedder, p))
+            if sim < floor:
+                return None
+            sims.append(sim)
         if not semantic.stalled(sims, [False] * len(sims), threshold, self.decay):
             return None
         return self._verdict(history, msg, f"{self.window + 1} similar messages", self.window + 1)

@@ -323,7 +323,8 @@ class Guard:
         if self.approvals is not None and verdict.action >= Action.ASK:
             spend = self._check_in(verdict, step)
             verdict = self.apply(self.approvals.escalate(verdict, step, spend)).verdict
-        self._tell(step, verdict)
+        if self.listeners:
+            self._tell(step, verdict)
         return verdict
 
     def _recorded(self, step: Step | Mapping[str, Any]) -> tuple[Step, Verdict]:
@@ -342,7 +343,7 @@ class Guard:
             # step once by an id of its own: a retry then answers, it does not count twice
             step_id = "~" + os.urandom(12).hex()
         try:
-            judge = getattr(self.store, "judge", None)
+            judge = getattr(self.store, "judge", None) if self._retries else None
             if judge is not None:
                 audit = self._audit is not None
 

@@ -13,14 +13,17 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from antiloop import goal_text
 from antiloop._lazy import LazyPattern
+from antiloop.stagnation import DECAY as DECAY  # re-exported: the detectors read them here
+from antiloop.stagnation import FLOOR_MARGIN as FLOOR_MARGIN
+from antiloop.stagnation import decayed_similarity as decayed_similarity
+from antiloop.stagnation import numbers_progress as numbers_progress
+from antiloop.stagnation import stalled as stalled
 
 _DIGITS = LazyPattern(r"\d+")
-_NUMBER = LazyPattern(r"\d+(?:\.\d+)?")
 _WORD = LazyPattern(r"[a-z][a-z0-9_']*|\d+")
 _SPACE = LazyPattern(r"\s+")
 _CLAUSE = LazyPattern(r"(?<=[.!?;:])\s+|\n+|,\s*(?=but\b|however\b|though\b|although\b)")
@@ -157,54 +160,6 @@ _COMPLETION = LazyPattern(
     r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
-
-# Words that make the next (or previous) number a counter: attempt 3 -> 4 is no progress.
-_COUNTER_WORDS = frozenset(
-    {
-        "attempt",
-        "attempts",
-        "try",
-        "tries",
-        "tried",
-        "retry",
-        "retries",
-        "retrying",
-        "iteration",
-        "iterations",
-        "iter",
-        "step",
-        "steps",
-        "round",
-        "rounds",
-        "pass",
-        "run",
-        "runs",
-        "loop",
-        "cycle",
-        "time",
-        "times",
-        "turn",
-        "turns",
-        "no",
-        "number",
-        "n",
-        "poll",
-        "polls",
-        "check",
-        "checked",
-        "again",
-        "epoch",
-        "trial",
-        "waited",
-        "waiting",
-        "seconds",
-        "second",
-        "minutes",
-        "elapsed",
-    }
-)
-_WORD_BEFORE = LazyPattern(r"([a-z]+)\W{0,3}$", re.IGNORECASE)
-_WORD_AFTER = LazyPattern(r"^\W{0,2}([a-z]+)", re.IGNORECASE)
 
 
 def mask_digits(text: str) -> str:
@@ -487,84 +442,3 @@ def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> b
     if signals.completion is not None and signals.coverage >= MIN_COVERAGE_CUED:
         return True
     return signals.claim is not None
-
-
-def _numbers_with_words(text: str) -> list[tuple[str, str, str]]:
-    out = []
-    for m in _NUMBER.finditer(text):
-        before = _WORD_BEFORE.search(text, max(0, m.start() - 24), m.start())
-        after = _WORD_AFTER.search(text[m.end() : m.end() + 24])
-        out.append(
-            (
-                m.group(0),
-                before.group(1).lower() if before else "",
-                after.group(1).lower() if after else "",
-            )
-        )
-    return out
-
-
-def numbers_progress(before: str, after: str) -> bool:
-    """True when a number that changed from ``before`` to ``after`` is a measure moving.
-
-    A number next to a counter word (attempt 3, retry 4, 5 times, iteration 6...) is a
-    counter: it changing is no progress. Any other changed number (a failing count, a line
-    position, a percentage) is a measure: it changing is progress. A different count of
-    numbers is progress too (the texts differ in more than a counter).
-
-    Example:
-        >>> numbers_progress("12 tests failing", "2 tests failing")
-        True
-        >>> numbers_progress("attempt 3: same error", "attempt 4: same error")
-        False
-    """
-    a = _numbers_with_words(before)
-    b = _numbers_with_words(after)
-    if len(a) != len(b):
-        return True
-    for (num_a, lead_a, tail_a), (num_b, _lead_b, _tail_b) in zip(a, b, strict=True):
-        if num_a == num_b:
-            continue
-        if lead_a in _COUNTER_WORDS or tail_a in _COUNTER_WORDS:
-            continue
-        return True
-    return False
-
-
-#: Weight of a message one step older than another, in the stagnation score.
-DECAY = 0.8
-
-
-def decayed_similarity(similarities: Sequence[float], decay: float = DECAY) -> float:
-    """The weighted mean of the similarities to earlier messages, the most recent first.
-
-    The message ``k`` steps back weighs ``decay ** (k - 1)``: recent steps count more than
-    old ones, so a loop that has just begun weighs more than an old resemblance.
-    """
-    if not similarities:
-        return 0.0
-    weights = [decay**k for k in range(len(similarities))]
-    return sum(w * s for w, s in zip(weights, similarities, strict=True)) / sum(weights)
-
-
-#: No single earlier message may be less similar than the threshold minus this margin.
-FLOOR_MARGIN = 0.05
-
-
-def stalled(
-    similarities: Sequence[float],
-    progressed: Sequence[bool],
-    threshold: float,
-    decay: float = DECAY,
-) -> bool:
-    """The stagnation decision over the current message and the earlier ones (recent first).
-
-    Stalled when no earlier message is followed by progress in numbers (``progressed``), the
-    time-decayed similarity is at least ``threshold``, and none of the similarities is below
-    ``threshold - FLOOR_MARGIN``.
-    """
-    if not similarities or any(progressed):
-        return False
-    if min(similarities) < threshold - FLOOR_MARGIN:
-        return False
-    return decayed_similarity(similarities, decay) >= threshold

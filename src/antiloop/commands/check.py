@@ -152,19 +152,27 @@ def judge_stream(
     stopped = False
     index = 0
     write = out.write
+    last: Verdict | None = None  # the verdict written last, and its line after the index
+    tail = ""
     for lineno, raw in enumerate(source, 1):
-        if not raw.strip():
+        if not raw or raw.isspace():  # as ``not raw.strip()``, without copying the line
             continue
-        line, stops = _judge_line(guard, raw, lineno, index, summary)
+        verdict, stops = _judge_line(guard, raw, lineno, index, summary)
         del raw  # a huge line is held once at a time, never two
         stopped = stopped or stops
-        write(wire_text(line))
+        if isinstance(verdict, dict):
+            write(wire_text(verdict))
+        else:
+            if verdict is not last:  # most steps get the one plain ``continue``: written once
+                last, tail = verdict, wire_text(verdict.to_wire(0))[len(_INDEX_0) :]
+            write(f'{{"index": {index}, {tail}')
         if flush:
             out.flush()
         index += 1
     return EXIT_STOPPED if stopped else EXIT_OK
 
 
+_INDEX_0 = '{"index": 0, '
 _WIRE_KEYS = ("index", "action", "detector", "outcome", "fingerprint", "reason")
 _text_of = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) writes for a str
 
@@ -197,8 +205,8 @@ def wire_text(line: dict[str, object]) -> str:
 
 def _judge_line(
     guard: Guard, raw: bytes, lineno: int, index: int, summary: RunSummary | None = None
-) -> tuple[dict[str, object], bool]:
-    """The verdict line for one input line, and whether it stopped its session."""
+) -> tuple[Verdict | dict[str, object], bool]:
+    """The verdict on one input line (an ``invalid`` line's object), and whether it stopped."""
     try:
         step = parse_line(raw)
     except BadStep as exc:
@@ -215,7 +223,7 @@ def _judge_line(
     if summary is not None:
         state = guard.store.peek(step.session)
         summary.add(step, verdict, index, state.steps - 1 if state else 0, stops)
-    return verdict.to_wire(index), stops
+    return verdict, stops
 
 
 @dataclass

@@ -8,6 +8,7 @@ absent, and a fast, deterministic embedder for tests.
 from __future__ import annotations
 
 import math
+import operator
 import re
 import unicodedata
 import zlib
@@ -17,6 +18,10 @@ from dataclasses import dataclass
 _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 _EMPTY_FEATURE = "\x00\x00empty"
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,22 +68,29 @@ class NgramEmbedder:
 
     def _one(self, text: str) -> list[float]:
         norm = _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
-        features: set[str] = set()
+        features: set[bytes] = set()
         if norm:
-            padded = f" {norm} "
+            # The features as UTF-8 bytes: for an ASCII text (most), the grams are slices of
+            # its bytes, encoded once, not once per gram (the same bytes, so the same vector).
+            ascii_only = norm.isascii()
+            padded: str | bytes = f" {norm} "
+            if ascii_only:
+                padded = padded.encode()  # type: ignore[union-attr]
             size = len(padded)
+            grams: set[str | bytes] = set()
             for n in range(self.n_min, self.n_max + 1):
-                features.update(padded[i : i + n] for i in range(max(1, size - n + 1)))
+                grams.update(padded[i : i + n] for i in range(max(1, size - n + 1)))
             if self.words:
-                features.update("\x00" + w for w in _WORD.findall(norm))
+                grams.update("\x00" + w for w in _WORD.findall(norm))
+            for gram in grams:
+                features.add(gram if type(gram) is bytes else _utf8(gram))  # type: ignore[arg-type]
         else:
-            features.add(_EMPTY_FEATURE)
+            features.add(_utf8(_EMPTY_FEATURE))
         dim = self.dim
         vec = [0.0] * dim
-        for feature in features:
-            h = zlib.crc32(feature.encode("utf-8", "surrogatepass"))
+        for h in map(zlib.crc32, features):
             vec[h % dim] += 1.0 if h & 0x80000000 else -1.0
-        total = math.sqrt(sum(x * x for x in vec))
+        total = math.sqrt(sum(map(operator.mul, vec, vec)))
         if total == 0.0:  # the signed features cancelled out exactly: use the blank vector
             return self._one("")
         return [x / total for x in vec]

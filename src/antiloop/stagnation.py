@@ -1,0 +1,111 @@
+"""The stagnation rules: a changed counter is no progress, a changed measure is; the decayed score.
+
+``antiloop.detectors.Stagnation`` and ``antiloop calibrate`` decide with these; they are
+re-exported by ``antiloop.semantic``. Standard library and pure: no embedder is called.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Sequence
+
+from antiloop._lazy import LazyPattern
+
+__all__ = ["DECAY", "FLOOR_MARGIN", "decayed_similarity", "numbers_progress", "stalled"]
+
+_NUMBER = LazyPattern(r"\d+(?:\.\d+)?")
+
+# Words that make the next (or previous) number a counter: attempt 3 -> 4 is no progress.
+_COUNTER_WORDS = frozenset(
+    """
+    attempt attempts try tries tried retry retries retrying iteration iterations iter step
+    steps round rounds pass run runs loop cycle time times turn turns no number n poll polls
+    check checked again epoch trial waited waiting seconds second minutes elapsed
+    """.split()  # noqa: SIM905 - a word list reads better as text
+)
+_WORD_BEFORE = LazyPattern(r"([a-z]+)\W{0,3}$", re.IGNORECASE)
+_WORD_AFTER = LazyPattern(r"^\W{0,2}([a-z]+)", re.IGNORECASE)
+
+
+# The stagnation check compares each message with the next ones of its window: read once.
+@functools.lru_cache(maxsize=256)
+def _numbers_with_words(text: str) -> tuple[tuple[str, str, str], ...]:
+    out = []
+    for m in _NUMBER.finditer(text):
+        before = _WORD_BEFORE.search(text, max(0, m.start() - 24), m.start())
+        after = _WORD_AFTER.search(text[m.end() : m.end() + 24])
+        out.append(
+            (
+                m.group(0),
+                before.group(1).lower() if before else "",
+                after.group(1).lower() if after else "",
+            )
+        )
+    return tuple(out)
+
+
+def numbers_progress(before: str, after: str) -> bool:
+    """True when a number that changed from ``before`` to ``after`` is a measure moving.
+
+    A number next to a counter word (attempt 3, retry 4, 5 times, iteration 6...) is a
+    counter: it changing is no progress. Any other changed number (a failing count, a line
+    position, a percentage) is a measure: it changing is progress. A different count of
+    numbers is progress too (the texts differ in more than a counter).
+
+    Example:
+        >>> numbers_progress("12 tests failing", "2 tests failing")
+        True
+        >>> numbers_progress("attempt 3: same error", "attempt 4: same error")
+        False
+    """
+    a = _numbers_with_words(before)
+    b = _numbers_with_words(after)
+    if len(a) != len(b):
+        return True
+    for (num_a, lead_a, tail_a), (num_b, _lead_b, _tail_b) in zip(a, b, strict=True):
+        if num_a == num_b:
+            continue
+        if lead_a in _COUNTER_WORDS or tail_a in _COUNTER_WORDS:
+            continue
+        return True
+    return False
+
+
+#: Weight of a message one step older than another, in the stagnation score.
+DECAY = 0.8
+
+
+def decayed_similarity(similarities: Sequence[float], decay: float = DECAY) -> float:
+    """The weighted mean of the similarities to earlier messages, the most recent first.
+
+    The message ``k`` steps back weighs ``decay ** (k - 1)``: recent steps count more than
+    old ones, so a loop that has just begun weighs more than an old resemblance.
+    """
+    if not similarities:
+        return 0.0
+    weights = [decay**k for k in range(len(similarities))]
+    return sum(w * s for w, s in zip(weights, similarities, strict=True)) / sum(weights)
+
+
+#: No single earlier message may be less similar than the threshold minus this margin.
+FLOOR_MARGIN = 0.05
+
+
+def stalled(
+    similarities: Sequence[float],
+    progressed: Sequence[bool],
+    threshold: float,
+    decay: float = DECAY,
+) -> bool:
+    """The stagnation decision over the current message and the earlier ones (recent first).
+
+    Stalled when no earlier message is followed by progress in numbers (``progressed``), the
+    time-decayed similarity is at least ``threshold``, and none of the similarities is below
+    ``threshold - FLOOR_MARGIN``.
+    """
+    if not similarities or any(progressed):
+        return False
+    if min(similarities) < threshold - FLOOR_MARGIN:
+        return False
+    return decayed_similarity(similarities, decay) >= threshold
