@@ -104,3 +104,21 @@ def test_maxsize_must_be_positive() -> None:
     """A cache of no entries is a configuration error."""
     with pytest.raises(ConfigError, match="maxsize"):
         CachedEmbedder(Counting(), maxsize=0)
+
+
+class Calibrated(Counting):
+    """An embedder that states its own thresholds."""
+
+    goal_threshold = 0.31
+    stagnation_threshold = 0.77
+
+
+def test_the_cache_keeps_the_wrapped_embedders_own_thresholds() -> None:
+    """A goal or stagnation check over the cache uses the thresholds the embedder states."""
+    from antiloop.detectors import calibrated_goal_threshold, calibrated_stagnation_threshold
+
+    cached = CachedEmbedder(Calibrated())
+    assert calibrated_goal_threshold(cached) == 0.31
+    assert calibrated_stagnation_threshold(cached) == 0.77
+    plain = CachedEmbedder(Counting())  # none stated: the defaults by id
+    assert calibrated_goal_threshold(plain) == calibrated_goal_threshold(Counting())

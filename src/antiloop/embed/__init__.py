@@ -121,6 +121,18 @@ class CachedEmbedder:
         """The wrapped embedder's id: caching does not change the vectors."""
         return self.inner.id
 
+    @property
+    def goal_threshold(self) -> float | None:
+        """The wrapped embedder's own goal threshold, if it states one."""
+        value = getattr(self.inner, "goal_threshold", None)
+        return float(value) if isinstance(value, int | float) else None
+
+    @property
+    def stagnation_threshold(self) -> float | None:
+        """The wrapped embedder's own stagnation threshold, if it states one."""
+        value = getattr(self.inner, "stagnation_threshold", None)
+        return float(value) if isinstance(value, int | float) else None
+
     def __len__(self) -> int:
         return len(self._vectors)
 
