@@ -378,3 +378,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
 def store(backend: Backend) -> Any:
     """A store on the backend."""
     return backend.open()
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[Any]:
+    """A redis-server of the test's own on a free port (append-only, fsync always): its
+    statistics count only this test's calls, and faults hit no one else."""
+    from tests.stores.test_faults_redis import RedisServer
+
+    server = RedisServer(tmp_path)
+    server.start()
+    yield server
+    server.stop()

@@ -10,8 +10,6 @@ whatever its size (all its sessions locked and read in one, saved with every rec
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,14 +27,6 @@ from antiloop.stores.split import SplitStore
 pytestmark = pytest.mark.redis
 
 CONFIG = GuardConfig(embedder="ngram")
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 def _store(kind: str, redis: RedisServer, tag: str, schemas: list[str]) -> Any:

@@ -18,7 +18,6 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -144,15 +143,6 @@ class RedisServer:
     def url(self, port: int | None = None, **options: Any) -> str:
         query = "&".join(f"{k}={v}" for k, v in {"prefix": "faults", **options}.items())
         return f"redis://127.0.0.1:{port or self.port}/0?{query}"
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    """A Redis of the test's own (append-only, fsync always) on a free port."""
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 class ReplyDropper:

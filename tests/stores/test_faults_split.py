@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,15 +35,6 @@ def postgres() -> Iterator[Cluster]:
     made.start()
     yield made
     made.destroy()
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    """A Redis of the test's own (append-only, fsync always)."""
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 class Split:

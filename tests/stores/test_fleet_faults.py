@@ -24,15 +24,6 @@ from antiloop.stores import open_store
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 
 
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    """A Redis of the test's own (append-only, fsync always)."""
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[Cluster]:
     """A PostgreSQL of the module's own; each test has its schema."""

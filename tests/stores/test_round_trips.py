@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from tests.stores.test_faults_redis import RedisServer
 
@@ -12,15 +9,6 @@ from antiloop import Guard, GuardConfig, Step
 from antiloop.stores.redis import RedisStore
 
 pytestmark = pytest.mark.redis
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    """A Redis of the test's own: its statistics count only this test's calls."""
-    server = RedisServer(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 def _reads(client: object) -> int:

@@ -36,18 +36,11 @@ from antiloop.fleet.kills import Kill, KillSet
 from antiloop.fleet.local import LOG_KEPT, LOG_MAX, Fleet, learned
 from antiloop.fleet.status import Counts
 from antiloop.stores._common import hide_password, split_options
+from antiloop.stores.redis import URL_OPTIONS
 
 log = logging.getLogger("antiloop")
 
 TIMEOUT = 2.0  # seconds a fleet command waits for Redis (its writes are best effort)
-_STORE_OPTIONS = {
-    "prefix": str,
-    "ttl": float,
-    "lock_ttl": float,
-    "audit_cap": int,
-    "timeout": float,
-    "wait_replicas": int,
-}
 
 # KEYS log stops steps tokens last known; ARGV member fp steps tokens now log_kept ttl
 # max_known known_after log_max -> {fresh, sessions fp stopped}
@@ -168,7 +161,7 @@ class RedisFleet(Fleet):
             import redis
         except ImportError as exc:
             raise MissingExtra("redis", "redis", "the fleet controls on redis://") from exc
-        base, opts = split_options(url, _STORE_OPTIONS)
+        base, opts = split_options(url, URL_OPTIONS)
         prefix = str(opts.get("prefix", "antiloop"))
         parts = urlsplit(base)
         try:

@@ -199,6 +199,17 @@ LEDGER_KEPT = 100_000
 """Step ids a cluster store's audit ledger remembers (of every session; oldest dropped)."""
 
 
+#: The options a ``redis://`` store URL may carry in its query, with their types.
+URL_OPTIONS: dict[str, type] = {
+    "prefix": str,
+    "ttl": float,
+    "lock_ttl": float,
+    "audit_cap": int,
+    "timeout": float,
+    "wait_replicas": int,
+}
+
+
 class RedisStore(Records):
     """Sessions, audit log, approvals, cache and interventions in Redis.
 
@@ -266,17 +277,7 @@ class RedisStore(Records):
             from redis.retry import Retry
         except ImportError as exc:
             raise MissingExtra("redis", "redis", "the redis:// store") from exc
-        base, opts = split_options(
-            url,
-            {
-                "prefix": str,
-                "ttl": float,
-                "lock_ttl": float,
-                "audit_cap": int,
-                "timeout": float,
-                "wait_replicas": int,
-            },
-        )
+        base, opts = split_options(url, URL_OPTIONS)
         timeout = opts.pop("timeout", DEFAULT_TIMEOUT)
         opts["wait_timeout"] = timeout / 2
         parts = urlsplit(base)
