@@ -38,9 +38,15 @@ MODULES: dict[str, list[str]] = {
     "decide": ["antiloop.decide.*"],
     "deferred": ["antiloop.deferred.*"],
     "detectors": ["antiloop.detectors.*"],
-    "readings": ["antiloop.readings.*"],
+    "readings": ["antiloop.readings.*", "antiloop.readings_rules.*", "antiloop.readings_engine.*"],
     "_shell": ["antiloop._shell.*"],
-    "canonical": ["antiloop.canonical.*"],
+    "canonical": [
+        "antiloop.canonical.*",
+        "antiloop._commands.*",
+        "antiloop._rules.*",
+        "antiloop._forms.*",
+        "antiloop._patterns.*",
+    ],
 }
 STATUS = {0: "survived", 1: "killed", 3: "killed", 33: "no tests", 5: "no tests", 37: "killed"}
 TIMEOUTS = {24, -24, 152, 255, 36}
