@@ -211,6 +211,34 @@ def test_wrap_supports_async_functions():
     asyncio.run(run())
 
 
+def test_a_wrapped_async_tool_is_checked_and_recorded_off_the_event_loop():
+    """The check and the record (store calls, a person's approval) run in a worker thread."""
+    import threading
+
+    guard = Guard()
+    threads: dict[str, int] = {}
+    check, record = guard.check, guard.record
+
+    def checking(*args: object, **kwargs: object) -> object:
+        threads["check"] = threading.get_ident()
+        return check(*args, **kwargs)  # type: ignore[arg-type]
+
+    def recording(*args: object, **kwargs: object) -> object:
+        threads["record"] = threading.get_ident()
+        return record(*args, **kwargs)  # type: ignore[arg-type]
+
+    guard.check, guard.record = checking, recording  # type: ignore[method-assign,assignment]
+
+    @guard.wrap
+    async def lookup(key: str) -> dict[str, int]:
+        threads["tool"] = threading.get_ident()
+        return {"hits": 0}
+
+    assert asyncio.run(lookup("k")) == {"hits": 0}
+    assert threads["check"] != threads["tool"]
+    assert threads["record"] != threads["tool"]
+
+
 def test_equal_loops_give_equal_fingerprints_in_separate_processes():
     """The same loop fingerprinted in two fresh processes gives the same string."""
     code = (

@@ -69,16 +69,18 @@ class _Wrapped:
     def build(self) -> Any:
         func = self.func
         if self.is_async:
+            import asyncio
 
             @functools.wraps(func)
             async def async_call(*args: Any, **kwargs: Any) -> Any:
-                call = self._before(args, kwargs)
+                # The guard's store calls and a person's approval must not stall the loop.
+                call = await asyncio.to_thread(self._before, args, kwargs)
                 try:
                     result = await func(*args, **kwargs)
                 except Exception as exc:
-                    self._after(call, None, exc)
+                    await asyncio.to_thread(self._after, call, None, exc)
                     raise
-                self._after(call, result, None)
+                await asyncio.to_thread(self._after, call, result, None)
                 return result
 
             return async_call
