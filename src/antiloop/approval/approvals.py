@@ -175,23 +175,7 @@ class Approvals:
 
     def with_feedback(self, session: str, verdict: Verdict) -> Verdict:
         """The verdict with any queued feedback for the session as (the start of) its hint."""
-        texts = self.ledger.pop_feedback(session)
-        if not texts:
-            return verdict
-        said = " ".join(f"A person says: {t.strip()}" for t in texts if t.strip())
-        if not said:
-            return verdict
-        hint = f"{said} {verdict.hint}".strip() if verdict.hint else said
-        if verdict.action is Action.CONTINUE:
-            return replace(
-                verdict,
-                action=Action.NUDGE,
-                detector=verdict.detector or "feedback",
-                outcome=verdict.outcome or "feedback",
-                reason=verdict.reason or "Feedback from a person.",
-                hint=hint,
-            )
-        return replace(verdict, hint=hint)
+        return feedback_verdict(verdict, self.ledger.pop_feedback(session))
 
     # -- asking ----------------------------------------------------------------------------
 
@@ -612,3 +596,21 @@ def verdict_of(request: ApprovalRequest) -> Verdict:
         outcome="denied",
         hint=said or "A person denied this call; do not retry it. Do something else.",
     )
+
+
+def feedback_verdict(verdict: Verdict, texts: list[str]) -> Verdict:
+    """``verdict`` with a person's ``texts`` leading its hint; a continue becomes a nudge."""
+    said = " ".join(f"A person says: {t.strip()}" for t in texts if t.strip())
+    if not said:
+        return verdict
+    hint = f"{said} {verdict.hint}".strip()
+    if verdict.action is Action.CONTINUE:
+        return replace(
+            verdict,
+            action=Action.NUDGE,
+            detector=verdict.detector or "feedback",
+            outcome=verdict.outcome or "feedback",
+            reason=verdict.reason or "Feedback from a person.",
+            hint=hint,
+        )
+    return replace(verdict, hint=hint)

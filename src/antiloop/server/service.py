@@ -32,6 +32,7 @@ from antiloop.approval import (
     Gate,
     Verifier,
 )
+from antiloop.approval.approvals import feedback_verdict
 from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
 from antiloop.errors import BadStep, StoreError
@@ -41,7 +42,7 @@ from antiloop.redact import redact_text, redact_value
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
 from antiloop.stores.split import batch_of
-from antiloop.verdict import Action, Verdict, invalid_wire
+from antiloop.verdict import Verdict, invalid_wire
 
 log = logging.getLogger("antiloop")
 
@@ -306,7 +307,7 @@ class Service:
         else:
             verdict = self.guard.record(step)
         if feedback:
-            verdict = _with_feedback(verdict, feedback)
+            verdict = feedback_verdict(verdict, feedback)
             seen[sid] = (by, [])
         wire = verdict.to_wire(index)
         wire["hint"] = verdict.hint
@@ -417,25 +418,6 @@ class Service:
         }
         self.recent[step.session].append(event)
         self.hub.publish("verdict", event)
-
-
-def _with_feedback(verdict: Verdict, texts: list[str]) -> Verdict:
-    from dataclasses import replace
-
-    said = " ".join(f"A person says: {t.strip()}" for t in texts if t.strip())
-    if not said:
-        return verdict
-    hint = f"{said} {verdict.hint}".strip()
-    if verdict.action is Action.CONTINUE:
-        return replace(
-            verdict,
-            action=Action.NUDGE,
-            detector=verdict.detector or "feedback",
-            outcome=verdict.outcome or "feedback",
-            reason=verdict.reason or "Feedback from a person.",
-            hint=hint,
-        )
-    return replace(verdict, hint=hint)
 
 
 def _jsonable(value: Any) -> Any:
