@@ -373,6 +373,20 @@ class RedisStore(Records):
                 pipe.eval(_ABORT, 1, self._keys(session)[0], token)
             pipe.execute()
 
+    @contextlib.contextmanager
+    def _unlocking(self, token: str, *sessions: str) -> Iterator[None]:
+        """On any failure inside: forget the sessions' cached states and release their locks.
+
+        (A lost reply may have left a lock taken: with this token, it is ours.)
+        """
+        try:
+            yield
+        except BaseException:
+            for session in sessions:
+                self._states.drop(session)
+            self._release(token, *sessions)
+            raise
+
     # -- sessions -------------------------------------------------------------------------
 
     @contextlib.contextmanager
@@ -393,7 +407,7 @@ class RedisStore(Records):
                 self._batched += pending
                 return
             token, data = self._lock(session)
-            try:
+            with self._unlocking(token, session):
                 state = self._states.load(session, data)
                 self._pending, self._ids = [], []
                 try:
@@ -401,27 +415,19 @@ class RedisStore(Records):
                 finally:
                     pending, self._pending = self._pending or [], None
                 data = encode_state(state)
-            except BaseException:
-                self._states.drop(session)
-                self._release(token, session)
-                raise
             self._save(session, token, data, state, pending)
 
     def _save(
         self, session: str, token: str, data: bytes, state: SessionState, pending: list[Any]
     ) -> None:
-        """The end of ``transaction()``: save, append and unlock (a cluster: ``_save_apart``)."""
-        if self._cluster:
-            self._save_apart(session, token, data, state, pending)
-            return
+        """Save under the lock, append and unlock: one ``_COMMIT`` (a cluster: ``_save_apart``)."""
         version = uuid.uuid4().hex
-        try:
-            reply = self._commit([(session, token, "", version, data)], pending)
-        except BaseException:
-            self._states.drop(session)
-            self._release(token, session)
-            raise
-        if reply[0] != 1:
+        with self._unlocking(token, session):
+            if self._cluster:
+                saved = self._save_apart(session, token, data, version, pending)
+            else:
+                saved = self._commit([(session, token, "", version, data)], pending)[0] == 1
+        if not saved:
             self._states.drop(session)
             raise StoreError(
                 f"session {session!r} lost its lock in {self._url} (a step took longer than "
@@ -463,46 +469,25 @@ class RedisStore(Records):
         raise StoreError(f"could not append to the audit log of {self._url}: too much contention")
 
     def _save_apart(
-        self,
-        session: str,
-        token: str,
-        data: bytes,
-        state: SessionState,
-        pending: list[AuditEvent],
-    ) -> None:
+        self, session: str, token: str, data: bytes, version: str, pending: list[AuditEvent]
+    ) -> bool:
         """A cluster client's save: the records, then the state under the lock, then the index.
 
         Each is a command of its own (the audit log's slot, the session's, the index's), as a
         cluster pipeline runs no script. A state is never saved without its records; records
-        may be kept for a step whose save then failed.
+        may be kept for a step whose save then failed. False: the lock was lost.
         """
         keys = self._keys(session)
-        version = uuid.uuid4().hex
-        try:
-            if pending:
-                head = self._head if self._head is not None else self._read_head()
-                ids = [f"{session}\n{i}" for i in self._ids]
-                self._appended(self._append(head, self._chain(head, pending), ids), pending, ids)
-            saved = self._call(
-                _EXIT,
-                [keys[0], keys[1], keys[4]],
-                [token, data, self.ttl, version],
-                "save",
-                wait=True,
-            )
-            if saved == 1:
-                self._run("index a session", lambda c: c.zadd(self._index, {session: self.clock()}))
-        except BaseException:
-            self._states.drop(session)
-            self._release(token, session)
-            raise
-        if saved != 1:
-            self._states.drop(session)
-            raise StoreError(
-                f"session {session!r} lost its lock in {self._url} (a step took longer than "
-                f"lock_ttl={self.lock_ttl} s); the step was not saved"
-            )
-        self._states.saved(session, data, state, version)
+        if pending:
+            head = self._head if self._head is not None else self._read_head()
+            ids = [f"{session}\n{i}" for i in self._ids]
+            self._appended(self._append(head, self._chain(head, pending), ids), pending, ids)
+        saved = self._call(
+            _EXIT, [keys[0], keys[1], keys[4]], [token, data, self.ttl, version], "save", wait=True
+        )
+        if saved == 1:
+            self._run("index a session", lambda c: c.zadd(self._index, {session: self.clock()}))
+        return bool(saved == 1)
 
     @contextlib.contextmanager
     def batch(self, sessions: Sequence[str] = ()) -> Iterator[None]:
@@ -523,20 +508,18 @@ class RedisStore(Records):
             token = uuid.uuid4().hex
             self._batch, self._batched = self._grab(names, token), []
             try:
-                yield
-                items = [
-                    (s, token, "", uuid.uuid4().hex, encode_state(got[0]))
-                    for s, got in self._batch.items()
-                ]
-                if self._commit(items, self._batched)[0] != 1:
-                    raise StoreError(f"a batch lost its locks in {self._url}; nothing was saved")
-                for s, _, _, version, data in items:
-                    self._states.saved(s, data, self._batch[s][0], version)
-            except BaseException:
-                for s in names:
-                    self._states.drop(s)
-                self._release(token, *names)
-                raise
+                with self._unlocking(token, *names):
+                    yield
+                    items = [
+                        (s, token, "", uuid.uuid4().hex, encode_state(got[0]))
+                        for s, got in self._batch.items()
+                    ]
+                    if self._commit(items, self._batched)[0] != 1:
+                        raise StoreError(
+                            f"a batch lost its locks in {self._url}; nothing was saved"
+                        )
+                    for s, _, _, version, data in items:
+                        self._states.saved(s, data, self._batch[s][0], version)
             finally:
                 self._batch, self._batched = None, []
 
@@ -544,19 +527,12 @@ class RedisStore(Records):
         """Lock and read the sessions (``_GRAB``): per session its state and interventions."""
         keys = [k for s in names for k in (lambda k: (k[0], k[1], k[4], k[3], k[2]))(self._keys(s))]
         waited = 0.0
-        try:
-            while (
-                got := self._call(
-                    _GRAB,
-                    [*keys, self._head_key],
-                    [token, int(self.lock_ttl * 1000)],
-                    "lock sessions",
-                )
-            )[0] != 1:
+        with self._unlocking(token, *names):
+            args = [token, int(self.lock_ttl * 1000)]
+            while (got := self._call(_GRAB, [*keys, self._head_key], args, "lock sessions"))[
+                0
+            ] != 1:
                 waited = self._wait(names[0], waited)
-        except BaseException:  # a lost reply may have left the locks taken: they are ours
-            self._release(token, *names)
-            raise
         found: dict[str, list[Any]] = {}
         for n, s in enumerate(names):
             data, version, by, said = got[2 + 4 * n : 6 + 4 * n]
@@ -603,8 +579,23 @@ class RedisStore(Records):
 
     def load(self, session: str) -> tuple[SessionState, object]:
         """The session's state and version (None when unknown), read in one MULTI."""
-        version, state = self._read_state(session)
-        return state, version or None
+        keys = self._keys(session)
+
+        def read(c: Any) -> list[Any]:
+            pipe = c.pipeline(transaction=True)
+            pipe.get(keys[1])
+            pipe.get(keys[4])
+            if self._head is None and not self._cluster:  # another slot in a cluster
+                pipe.get(self._head_key)
+            found: list[Any] = pipe.execute()
+            return found
+
+        found = self._run("read a session", read)
+        if len(found) > 2:
+            self._head = found[2].decode() if found[2] else ""
+        if found[0] is None:
+            return SessionState(), None
+        return decode_state(found[0]), (found[1] or b"").decode() or None
 
     def save(
         self,
@@ -650,7 +641,7 @@ class RedisStore(Records):
             self._release(token, session)
             return (SessionState() if current is None else decode_state(current)), now or None
         self._ids = []
-        self._save_apart(session, token, data, state, events)
+        self._save(session, token, data, state, events)
         return None
 
     def _lock(self, session: str) -> tuple[str, bytes | None]:
@@ -659,15 +650,10 @@ class RedisStore(Records):
         keys = self._keys(session)
         lock_ms = int(self.lock_ttl * 1000)
         waited = 0.0
-        try:
-            while True:
-                got = self._call(_ENTER, keys[:2], [token, lock_ms], "lock a session")
-                if got[0] == 1:
-                    return token, (got[1] if len(got) > 1 else None)
+        with self._unlocking(token, session):
+            while (got := self._call(_ENTER, keys[:2], [token, lock_ms], "lock a session"))[0] != 1:
                 waited = self._wait(session, waited)
-        except BaseException:  # a lost reply may have left the lock taken: it is ours
-            self._release(token, session)
-            raise
+        return token, (got[1] if len(got) > 1 else None)
 
     def _wait(self, session: str, waited: float) -> float:
         """Sleep a little while another holds the session's lock; the time waited, after."""
@@ -676,26 +662,6 @@ class RedisStore(Records):
         pause = min(0.002 * (1 + waited * 50), 0.05)
         time.sleep(pause)
         return waited + pause
-
-    def _read_state(self, session: str) -> tuple[str, SessionState]:
-        """The session's version ('' when it has none) and state, read in one MULTI."""
-        keys = self._keys(session)
-
-        def read(c: Any) -> list[Any]:
-            pipe = c.pipeline(transaction=True)
-            pipe.get(keys[1])
-            pipe.get(keys[4])
-            if self._head is None and not self._cluster:  # another slot in a cluster
-                pipe.get(self._head_key)
-            found: list[Any] = pipe.execute()
-            return found
-
-        found = self._run("read a session", read)
-        if len(found) > 2:
-            self._head = found[2].decode() if found[2] else ""
-        if found[0] is None:
-            return "", SessionState()
-        return (found[1] or b"").decode(), decode_state(found[0])
 
     def _read_head(self) -> str:
         raw = self._run("read the audit head", lambda c: c.get(self._head_key))
