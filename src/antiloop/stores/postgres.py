@@ -202,9 +202,6 @@ class PostgresStore(SQLRecords):
 
     # -- connection -----------------------------------------------------------------------
 
-    def _is_driver_error(self, exc: BaseException) -> bool:
-        return isinstance(exc, self._psycopg.Error)
-
     def _failed(self, what: str, exc: BaseException) -> StoreError:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if self._timed_out:
@@ -256,12 +253,13 @@ class PostgresStore(SQLRecords):
     def _migrate(self, conn: Any) -> None:
         from psycopg import sql
 
+        def found() -> int:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            return int(row[0]) if row else 0
+
         row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", ("meta",)).fetchone()
-        if row[0]:
-            found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'")
-            version_row = found.fetchone()
-            if version_row is not None and int(version_row[0]) == SCHEMA_VERSION:
-                return
+        if row[0] and found() == SCHEMA_VERSION:
+            return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
             create = sql.SQL("CREATE SCHEMA IF NOT EXISTS {}")
@@ -269,10 +267,7 @@ class PostgresStore(SQLRecords):
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value text NOT NULL)"
             )
-            version_row = conn.execute(
-                "SELECT value FROM meta WHERE key = 'schema_version'"
-            ).fetchone()
-            version = int(version_row[0]) if version_row else 0
+            version = found()
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"schema {self.schema} in {self.url} has version {version}, written by a "
@@ -288,14 +283,12 @@ class PostgresStore(SQLRecords):
             )
 
     def _read(self, what: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
-        found: list[Any] = self._do(what, lambda c: c.execute(sql, args).fetchall())
-        return found
+        return self._do(what, lambda c: c.execute(sql, args).fetchall())
 
     def _write(self, what: str, fn: Callable[[Any], T]) -> T:
-        done: T = self._do(what, fn, write=True)
-        return done
+        return self._do(what, fn, write=True)
 
-    def _do(self, what: str, fn: Callable[[Any], Any], *, write: bool = False) -> Any:
+    def _do(self, what: str, fn: Callable[[Any], T], *, write: bool = False) -> T:
         """``fn(connection)``: in the open transaction, else in its own (``write``) or none."""
         with self._lock:
             conn = self._connect()
@@ -367,7 +360,7 @@ class PostgresStore(SQLRecords):
             with contextlib.suppress(Exception):  # the connection is reset below if it broke
                 tx.__exit__(type(exc), exc, None)
         self._broken(exc)
-        return self._failed(what, exc) if self._is_driver_error(exc) else None
+        return self._failed(what, exc) if isinstance(exc, self._psycopg.Error) else None
 
     def _dropped(self, session: str) -> None:
         with self._lock:

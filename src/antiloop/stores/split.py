@@ -105,11 +105,7 @@ class SplitStore:
 
     @contextmanager
     def transaction(self, session: str) -> Iterator[SessionState]:
-        """Lock the session in ``state``, yield its state; on a clean exit, keep and save.
-
-        The events kept inside go to ``records`` in one transaction, then the state is saved.
-        Any failure saves no state.
-        """
+        """Lock the session in ``state``, yield its state; on a clean exit, record, then save."""
         with self._lock, self.state.transaction(session) as state:
             self._pending = []
             try:
@@ -123,10 +119,7 @@ class SplitStore:
     def judge(
         self, session: str, fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]]
     ) -> V:
-        """Judge a step under the session's lock: the record first, once per step id.
-
-        Then the state is saved; the module docstring says what is guaranteed.
-        """
+        """Judge a step under the session's lock: its record (once per step id), then its state."""
         with self._lock, self.state.transaction(session) as state:
             before = set(state.seen)
             result, events = fn(state)
