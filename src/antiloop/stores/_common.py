@@ -14,6 +14,7 @@ from antiloop.errors import ConfigError
 from antiloop.redact import redact_value
 
 if TYPE_CHECKING:
+    from antiloop.audit import AuditEvent
     from antiloop.stores.auditlog import AuditRecord, AuditRow, Problem, SessionSummary
 
 __all__ = [
@@ -29,17 +30,10 @@ _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=True).encode
 
 
 def split_options(url: str, known: Mapping[str, type]) -> tuple[str, dict[str, Any]]:
-    """Take antiloop's own options out of a URL's query string.
-
-    Args:
-        url: the store URL.
-        known: option name -> type (``int``, ``float``, ``str``).
-
-    Returns:
-        The URL without those options, and their values converted.
+    """The URL without antiloop's own options (``known``: name -> type), and their values.
 
     Raises:
-        ConfigError: an option's value has the wrong type.
+        ConfigError: an option's value is not of its type.
     """
     base, _, query = url.partition("?")
     kept: list[tuple[str, str]] = []
@@ -204,10 +198,33 @@ def check_chain(rows: Iterable[AuditRow], head: str, base: str = "") -> list[Pro
     return found
 
 
-def damaged_head(url: str, head: str, seq: int) -> None:
-    """Log that a store's audit head is damaged and the records chain on record ``seq``."""
-    import logging
+def head_of(store: Any, text: str, tail: Callable[[], tuple[int, str]]) -> tuple[int, str]:
+    """The audit head ``(seq, hash)`` a store keeps as ``text``, "seq hash".
 
-    logging.getLogger("antiloop").error(
-        "antiloop: the audit head of %s is damaged (%r); chaining on record %d", url, head[:80], seq
-    )
+    A missing or damaged head is no reason to stop recording: the records chain on the log's
+    last record, ``tail()`` (a damaged head is logged, with the ``store``'s url), and the
+    caller writes the head again.
+    """
+    head = parse_head(text) if text else None
+    if head is None:
+        head = tail()
+        if text:
+            import logging
+
+            logging.getLogger("antiloop").error(
+                "antiloop: the audit head of %s is damaged (%r); chaining on record %d",
+                *(store.url, text[:80], head[0]),
+            )
+    return head
+
+
+def chain(head: tuple[int, str], events: Iterable[AuditEvent], cap: int) -> list[AuditRow]:
+    """The stored rows of ``events``, redacted and capped, chained after ``head``."""
+    from antiloop.stores.auditlog import build_record
+
+    rows = []
+    for event in events:
+        row = build_record(event, head[0] + 1, head[1], cap)
+        rows.append(row)
+        head = (row.seq, row.hash)
+    return rows

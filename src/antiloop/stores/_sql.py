@@ -18,9 +18,9 @@ from antiloop.stores._common import (
     Records,
     approval_from_json,
     approval_to_json,
+    chain,
     check_chain,
-    damaged_head,
-    parse_head,
+    head_of,
 )
 from antiloop.stores.codec import decode_state, encode_state
 
@@ -161,8 +161,8 @@ class SQLRecords(Records):
 
     def peek(self, session: str) -> SessionState | None:
         """The saved state, or None."""
-        rows = self._read("read a session", self._sql["state"], (session,))
-        return decode_state(bytes(rows[0][0])) if rows and rows[0][0] else None
+        state, version = self.load(session)
+        return None if version is None else state
 
     def load(self, session: str) -> tuple[SessionState, object]:
         """The saved state and its version (the stored bytes); a new state and None."""
@@ -263,29 +263,17 @@ class SQLRecords(Records):
         self._write("record steps", put)
 
     def _append(self, db: Any, events: Sequence[AuditEvent]) -> None:
-        """Chain the events after the head and move the head, in the caller's transaction.
-
-        A missing or damaged head is no reason to stop recording: the records are chained on
-        the log's last record, and the head written again.
-        """
-        from antiloop.stores.auditlog import GENESIS, build_record
-
+        """Chain the events after the head and move the head, in the caller's transaction."""
         if not events:
             return
         sql = self._sql
         head = self._known_head()
         if head is None:
             found = db.execute(sql["head"]).fetchone()
-            text = found[0] if found else ""
-            head = parse_head(text) if text else None
-            if head is None:
-                last = db.execute(sql["tail"]).fetchone()
-                head = (int(last[0]), str(last[1])) if last else (0, GENESIS)
-                if text:
-                    damaged_head(self.url, text, head[0])
+            head = head_of(self, found[0] if found else "", lambda: _tail(db, sql))
         rows = []
-        for event in events:
-            row = build_record(event, head[0] + 1, head[1], self.audit_cap)
+        for i, row in enumerate(chain(head, events, self.audit_cap)):
+            event = events[i]  # callgrind: zip(strict=True) here cost 2.4k instructions more
             rows.append((row.seq, event.session, event.kind, event.at, row.body, row.hash))
             head = (row.seq, row.hash)
         _many(db, sql["audit"], rows)
@@ -467,6 +455,14 @@ class SQLRecords(Records):
     def clear_stop(self, session: str) -> None:
         """Withdraw a stop request."""
         self._write("clear a stop request", lambda db: db.execute(self._sql["unstop"], (session,)))
+
+
+def _tail(db: Any, sql: dict[str, str]) -> tuple[int, str]:
+    """The last audit record's seq and hash (``GENESIS`` when the log is empty)."""
+    from antiloop.stores.auditlog import GENESIS
+
+    last = db.execute(sql["tail"]).fetchone()
+    return (int(last[0]), str(last[1])) if last else (0, GENESIS)
 
 
 def _many(db: Any, sql: str, rows: list[Any]) -> None:

@@ -69,8 +69,9 @@ from antiloop.stores._common import (
     Records,
     approval_from_json,
     approval_to_json,
+    chain,
     check_chain,
-    damaged_head,
+    head_of,
     hide_password,
     parse_head,
     split_options,
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisStore"]
 
+T = TypeVar("T")
 V = TypeVar("V")
 
 DEFAULT_TIMEOUT = 2.0
@@ -354,7 +356,7 @@ class RedisStore(Records):
     def _failed(self, what: str, exc: BaseException) -> StoreError:
         return StoreError(f"could not {what} in {self._url}: {type(exc).__name__}: {exc}")
 
-    def _run(self, what: str, fn: Callable[[Any], Any]) -> Any:
+    def _run(self, what: str, fn: Callable[[Any], T]) -> T:
         """``fn(client)``, its errors as StoreError."""
         try:
             return fn(self._client)
@@ -391,31 +393,31 @@ class RedisStore(Records):
 
     @contextlib.contextmanager
     def transaction(self, session: str) -> Iterator[SessionState]:
-        """Lock the session (Lua), yield its state, save it and unlock on a clean exit.
-
-        The save, the audit events appended inside and the unlock are one script (one round
-        trip). A cluster client cannot run one script over the session's and the audit log's
-        slots: it saves in two (``_save_apart``).
-        """
+        """Lock the session (``_ENTER``), yield its state; on a clean exit save, append, unlock."""
         with self._tx_lock:
             if self._batch is not None and session in self._batch:  # judged in the batch
-                self._pending = []
-                try:
+                with self._keeping() as pending:
                     yield self._batch[session][0]
-                finally:
-                    pending, self._pending = self._pending or [], None
                 self._batched += pending
                 return
             token, data = self._lock(session)
             with self._unlocking(token, session):
                 state = self._states.load(session, data)
-                self._pending, self._ids = [], []
-                try:
+                self._ids = []
+                with self._keeping() as pending:
                     yield state
-                finally:
-                    pending, self._pending = self._pending or [], None
                 data = encode_state(state)
             self._save(session, token, data, state, pending)
+
+    @contextlib.contextmanager
+    def _keeping(self) -> Iterator[list[AuditEvent]]:
+        """Collect the audit events appended inside (``append_audit``), to send with the save."""
+        pending: list[AuditEvent] = []
+        self._pending = pending
+        try:
+            yield pending
+        finally:
+            self._pending = None
 
     def _save(
         self, session: str, token: str, data: bytes, state: SessionState, pending: list[Any]
@@ -479,9 +481,7 @@ class RedisStore(Records):
         """
         keys = self._keys(session)
         if pending:
-            head = self._head if self._head is not None else self._read_head()
-            ids = [f"{session}\n{i}" for i in self._ids]
-            self._appended(self._append(head, self._chain(head, pending), ids), pending, ids)
+            self._append(pending, [f"{session}\n{i}" for i in self._ids])
         saved = self._call(
             _EXIT, [keys[0], keys[1], keys[4]], [token, data, self.ttl, version], "save", wait=True
         )
@@ -526,12 +526,10 @@ class RedisStore(Records):
     def _grab(self, names: list[str], token: str) -> dict[str, list[Any]]:
         """Lock and read the sessions (``_GRAB``): per session its state and interventions."""
         keys = [k for s in names for k in (lambda k: (k[0], k[1], k[4], k[3], k[2]))(self._keys(s))]
-        waited = 0.0
+        keys.append(self._head_key)
+        args, waited = [token, int(self.lock_ttl * 1000)], 0.0
         with self._unlocking(token, *names):
-            args = [token, int(self.lock_ttl * 1000)]
-            while (got := self._call(_GRAB, [*keys, self._head_key], args, "lock sessions"))[
-                0
-            ] != 1:
+            while (got := self._call(_GRAB, keys, args, "lock sessions"))[0] != 1:
                 waited = self._wait(names[0], waited)
         found: dict[str, list[Any]] = {}
         for n, s in enumerate(names):
@@ -548,13 +546,7 @@ class RedisStore(Records):
         session: str,
         fn: Callable[[SessionState], tuple[V, Sequence[AuditEvent]]],
     ) -> V:
-        """Judge a step by compare-and-set (``antiloop.stores.state.judge``).
-
-        The state this store object saved last is judged, with no read: one round trip (the
-        save). A session it has not saved (or not lately) is read first: two. When another
-        guard saved the session since, the save answers with the current state and ``fn``
-        runs again on it. A cluster client judges in ``transaction()`` instead (the session's
-        slot and the audit log's are apart), noting the step's ids in the audit ledger.
+        """Judge a step by compare-and-set (``state.judge``; the module docstring says how).
 
         Raises:
             StoreError: Redis failed, or the session stayed locked.
@@ -631,11 +623,8 @@ class RedisStore(Records):
     ) -> tuple[SessionState, object] | None:
         """A cluster client's compare-and-set: under the session's lock, records then state."""
         token, current = self._lock(session)
-        try:
+        with self._unlocking(token, session):
             found = self._run("read a session", lambda c: c.get(self._keys(session)[4]))
-        except BaseException:
-            self._release(token, session)
-            raise
         now = (found or b"").decode() if current is not None else ""
         if now != version:
             self._release(token, session)
@@ -669,25 +658,9 @@ class RedisStore(Records):
         return self._head
 
     def _chain(self, head: str, events: list[AuditEvent]) -> list[str]:
-        """The new head and the stored rows of ``events`` appended after ``head``.
-
-        A missing or damaged head (not ``seq hash``) is no reason to stop recording: the
-        records are chained on the log's last record instead, and the commit replaces it.
-        """
-        from antiloop.stores.auditlog import build_record
-
-        parsed = parse_head(head) if head else self._tail()
-        if parsed is None:
-            parsed = self._tail()
-            damaged_head(self._url, head, parsed[0])
-        seq, prev = parsed
-        rows = []
-        for event in events:
-            seq += 1
-            row = build_record(event, seq, prev, self.audit_cap)
-            rows.append(row.hash + row.body)
-            prev = row.hash
-        return [f"{seq} {prev}", *rows]
+        """The new head and the stored rows of ``events`` (one or more) chained after ``head``."""
+        rows = chain(head_of(self, head, self._tail), events, self.audit_cap)
+        return [f"{rows[-1].seq} {rows[-1].hash}", *[r.hash + r.body for r in rows]]
 
     def _tail(self) -> tuple[int, str]:
         """The last record's seq and hash, read from the log itself (GENESIS when empty)."""
@@ -705,27 +678,25 @@ class RedisStore(Records):
             seq = self._run("read the audit log", lambda c: c.llen(self._log))
         return seq, text[:64]
 
-    def _appended(self, result: Any, events: list[AuditEvent], ids: Sequence[str] = ()) -> None:
-        """Retry the append until it lands on the current head (once per step id)."""
+    def _append(self, events: list[AuditEvent], ids: Sequence[str] = ()) -> None:
+        """``_APPEND`` the records after the audit head, chained again when another moved it.
+
+        Nothing is appended when every one of ``ids`` is noted in the ledger already.
+        """
+        head = self._head if self._head is not None else self._read_head()
         for _ in range(1000):
-            ok, head = result[0], result[1]
-            head = head.decode() if isinstance(head, bytes) else str(head)
-            self._head = head
+            rows = self._chain(head, events)
+            ok, found = self._call(
+                _APPEND,
+                [self._log, self._head_key, self._ledger],
+                [head, rows[0], LEDGER_KEPT, self.clock(), len(ids), *ids, *rows[1:]],
+                "append to the audit log",
+                wait=True,
+            )
+            head = self._head = found.decode() if isinstance(found, bytes) else str(found)
             if ok in (1, 2):
                 return
-            rows = self._chain(head, events)
-            result = self._append(head, rows, ids)
         raise StoreError(f"could not append to the audit log of {self._url}: too much contention")
-
-    def _append(self, head: str, rows: list[str], ids: Sequence[str]) -> Any:
-        """Run ``_APPEND``: the records after ``head``, unless every one of ``ids`` is noted."""
-        return self._call(
-            _APPEND,
-            [self._log, self._head_key, self._ledger],
-            [head, rows[0], LEDGER_KEPT, self.clock(), len(ids), *ids, *rows[1:]],
-            "append to the audit log",
-            wait=True,
-        )
 
     def peek(self, session: str) -> SessionState | None:
         """The saved state, or None (inside ``batch()``: the state judged so far)."""
@@ -777,8 +748,7 @@ class RedisStore(Records):
             if self._pending is not None or self._batch is not None:
                 (self._pending if self._pending is not None else self._batched).append(event)
                 return
-            head = self._head if self._head is not None else self._read_head()
-            self._appended(self._append(head, self._chain(head, [event]), ()), [event])
+            self._append([event])
 
     def _audit_rows(self, since_seq: int = 0) -> list[AuditRow]:
         import json
@@ -851,38 +821,30 @@ class RedisStore(Records):
                 c.zrem(f"{self.prefix}:approvals", *gone)
             return [raw for raw in bodies if raw is not None]
 
-        found: list[str | bytes] = self._run("list approvals", read)
-        return found
+        return self._run("list approvals", read)
 
     def _swap_approval(
         self, id: str, change: Callable[[ApprovalRequest], ApprovalRequest | None]
     ) -> ApprovalRequest:
-        """A WATCH/MULTI loop, retried when another decides first."""
-        from redis.exceptions import WatchError
-
+        """A WATCH/MULTI loop (redis-py's ``transaction``), run again when another decides first."""
         key = self._approval_key(id)
 
-        def apply(c: Any) -> ApprovalRequest:
-            with c.pipeline(transaction=True) as pipe:
-                while True:
-                    try:
-                        pipe.watch(key)
-                        raw = pipe.get(key)
-                        if raw is None:
-                            raise KeyError(id)
-                        current = approval_from_json(raw)
-                        changed = change(current)
-                        if changed is None:
-                            pipe.unwatch()
-                            return current
-                        pipe.multi()
-                        pipe.set(key, approval_to_json(changed), ex=self.ttl)
-                        pipe.execute()
-                        return changed
-                    except WatchError:
-                        continue
+        def apply(pipe: Any) -> ApprovalRequest:
+            raw = pipe.get(key)
+            if raw is None:
+                raise KeyError(id)
+            current = approval_from_json(raw)
+            changed = change(current)
+            if changed is None:
+                pipe.unwatch()
+                return current
+            pipe.multi()
+            pipe.set(key, approval_to_json(changed), ex=self.ttl)
+            return changed
 
-        result: ApprovalRequest = self._run("decide an approval", apply)
+        result: ApprovalRequest = self._run(
+            "decide an approval", lambda c: c.transaction(apply, key, value_from_callable=True)
+        )
         return result
 
     # -- cache ----------------------------------------------------------------------------
@@ -931,8 +893,7 @@ class RedisStore(Records):
             items = pipe.execute()[0]
             return [i.decode("utf-8", "surrogatepass") for i in items]
 
-        result: list[str] = self._run("take feedback", pop)
-        return result
+        return self._run("take feedback", pop)
 
     def interventions(self, session: str) -> tuple[str | None, list[str]]:
         """``stop_requested`` and ``pop_feedback`` together, in one round trip.
@@ -961,8 +922,7 @@ class RedisStore(Records):
             said = [i.decode("utf-8", "surrogatepass") for i in items]
             return (None if by is None else by.decode()), said
 
-        result: tuple[str | None, list[str]] = self._run("read interventions", both)
-        return result
+        return self._run("read interventions", both)
 
     def _prime(self, session: str, data: bytes | None, version: str, head: list[Any]) -> None:
         """Keep the state (and audit head) just read as what ``judge`` sets against."""
