@@ -14,12 +14,9 @@ never touched; a missing directory is created (0700) and a new database file mad
 ``-wal`` and ``-shm`` take its mode), whatever the umask; a read-only location is a
 ``StoreError`` saying so.
 
-The file is never opened outside SQLite (its header is read by SQLite): closing any
-descriptor of a file drops every POSIX lock the process holds on it, those of its SQLite
-connections too, and another process then takes itself for the last one and deletes the WAL
-under them ("How To Corrupt An SQLite Database File", section 2.2). The stores of one process
-on one file share one connection (``_sqlite_link``), so the threads of the hook daemon take
-turns on its lock instead of on SQLite's busy handler.
+The file is never opened outside SQLite, and the stores of one process on one file share one
+connection (``_sqlite_link`` says why), so the threads of the hook daemon take turns on its
+lock instead of on SQLite's busy handler.
 
 ``synchronous=NORMAL`` (the default) keeps every committed step across a process crash;
 ``?synchronous=full`` also across a power cut, at the price of an fsync per step.
