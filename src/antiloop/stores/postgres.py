@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 from antiloop.errors import ConfigError, MissingExtra, StoreError
 from antiloop.history import SessionState
@@ -323,10 +323,7 @@ class PostgresStore(SQLRecords):
                         row = conn.execute(sql["lock_state"], (session,)).fetchone()
                 state = self._states.load(session, bytes(row[0]) if row and row[0] else None)
             except BaseException as exc:
-                failed = self._abort(session, tx, exc, "judge a step")
-                if failed is None:
-                    raise
-                raise failed from exc
+                self._abort(session, tx, exc, "judge a step")
             self._in_tx = True
             try:
                 try:
@@ -345,22 +342,21 @@ class PostgresStore(SQLRecords):
                         tx, done = None, tx
                         done.__exit__(None, None, None)
                 except BaseException as exc:
-                    failed = self._abort(session, tx, exc, "save a session")
-                    if failed is None:
-                        raise
-                    raise failed from exc
+                    self._abort(session, tx, exc, "save a session")
                 self._states.saved(session, data, state)
             finally:
                 self._in_tx = False
 
-    def _abort(self, session: str, tx: Any, exc: BaseException, what: str) -> StoreError | None:
-        """Roll back ``tx`` (None: ended) after ``exc``; the StoreError to raise for a driver's."""
+    def _abort(self, session: str, tx: Any, exc: BaseException, what: str) -> NoReturn:
+        """Roll back ``tx`` (None: ended) after ``exc``, and raise it (a driver's as StoreError)."""
         self._states.drop(session)
         if tx is not None:
             with contextlib.suppress(Exception):  # the connection is reset below if it broke
                 tx.__exit__(type(exc), exc, None)
         self._broken(exc)
-        return self._failed(what, exc) if isinstance(exc, self._psycopg.Error) else None
+        if isinstance(exc, self._psycopg.Error):
+            raise self._failed(what, exc) from exc
+        raise exc
 
     def _dropped(self, session: str) -> None:
         with self._lock:
