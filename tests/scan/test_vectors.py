@@ -10,6 +10,7 @@ from antiloop.embed.ngram import NgramEmbedder
 from antiloop.errors import ConfigError
 from antiloop.events import Step
 from antiloop.scan import Scanner
+from antiloop.scan import vectors as vectors_module
 from antiloop.scan.vectors import ScanVectors
 from antiloop.traces import Run
 
@@ -89,3 +90,32 @@ def test_a_scan_embeds_a_repeated_message_once() -> None:
         scanner.scan_run(Run(file="x.jsonl", record=record, format="jsonl", steps=steps))
     embedded = [t for call in inner.asked for t in call]
     assert sorted(embedded) == sorted(set(messages))
+
+
+def test_a_large_scan_turns_to_numpy_and_gets_the_same_vectors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Past ``NUMPY_AFTER`` characters, ngram's vectors come from numpy: the same floats."""
+    pytest.importorskip("numpy")
+    monkeypatch.setattr(vectors_module, "NUMPY_AFTER", 50)
+    vectors = ScanVectors(NgramEmbedder())
+    texts = [f"message {i}: the parser still fails on line {i * 7}" for i in range(6)]
+    got = [vectors.embed([t])[0] for t in texts]
+    assert got == NgramEmbedder().embed(texts)
+    assert "NumpyNgram" in repr(vectors._fresh)
+
+
+def test_another_embedder_never_turns_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the plain ngram embedder is replaced: a subclass or a third party's is asked."""
+    monkeypatch.setattr(vectors_module, "NUMPY_AFTER", 0)
+    inner = Counting()
+    vectors = ScanVectors(inner)
+    vectors.embed(["a long enough message", "and another one"])
+    assert inner.asked == [["a long enough message", "and another one"]]
+
+    class Subclass(NgramEmbedder):
+        pass
+
+    sub = ScanVectors(Subclass())
+    sub.embed(["a long enough message"])
+    assert "NumpyNgram" not in repr(sub._fresh)
