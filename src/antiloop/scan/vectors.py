@@ -35,17 +35,21 @@ class ScanVectors:
     """An embedder that remembers the vectors of the texts it embedded, for one scan.
 
     With the plain ``ngram`` embedder and numpy installed, the texts that come after the first
-    ``NUMPY_AFTER`` characters are embedded by ``antiloop.embed.ngram_numpy`` (the same vectors).
+    ``numpy_after`` characters are embedded by ``antiloop.embed.ngram_numpy`` (the same vectors).
     Not thread-safe: a scan runs in one thread of each process.
 
     Args:
         inner: the embedder.
         maxsize: how many vectors to keep.
+        numpy_after: characters embedded in plain Python before numpy takes over.
     """
 
-    def __init__(self, inner: Embedder, maxsize: int = VECTORS_KEPT) -> None:
+    def __init__(
+        self, inner: Embedder, maxsize: int = VECTORS_KEPT, numpy_after: int = NUMPY_AFTER
+    ) -> None:
         self.inner = inner
         self.maxsize = maxsize
+        self.numpy_after = numpy_after
         self._fresh = inner.embed
         # the ngram embedder that numpy may take over once it pays, and what it embedded so far
         self._ngram = inner if type(inner) is NgramEmbedder and _has_numpy() else None
@@ -91,7 +95,7 @@ class ScanVectors:
     def _embed(self, texts: list[str]) -> list[list[float]]:
         if self._ngram is not None:
             self._plain += sum(map(len, texts))
-            if self._plain > NUMPY_AFTER:
+            if self._plain > self.numpy_after:
                 from antiloop.embed.ngram_numpy import NumpyNgram
 
                 self._fresh = NumpyNgram(self._ngram).embed
