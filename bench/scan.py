@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from antiloop.config import GuardConfig
+from antiloop.embed.ngram import NgramEmbedder
 from antiloop.scan import Scanner, Unreadable, scan_config
 from antiloop.scan.pool import cores
-from antiloop.scan.vectors import NUMPY_AFTER, VECTORS_KEPT
+from antiloop.scan.vectors import VECTORS_KEPT
 from antiloop.traces import Run, UnknownFormat, iter_paths, read_runs
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -75,25 +76,22 @@ def judge_only(runs: Sequence[Run], scanner: Scanner) -> int:
     return sum(len(scanner.scan_run(run).loops) for run in runs)
 
 
-def timed_scanner() -> tuple[Scanner, list[float]]:
-    """A default scanner whose vectors time the embedding they ask for (CPU seconds, summed).
+class TimedEmbedder:
+    """The ngram embedder, timing its own calls (CPU time)."""
 
-    The scan's own embedding is timed, numpy past ``NUMPY_AFTER`` characters included: the
-    scanner's ``ScanVectors`` embeds what it has not kept through its ``_embed``.
-    """
-    scanner = Scanner()
-    vectors = scanner.vectors
-    embed = vectors._embed
-    seconds = [0.0]
+    id = "ngram-v1"
 
-    def timed(texts: list[str]) -> list[list[float]]:
+    def __init__(self) -> None:
+        self.inner = NgramEmbedder()
+        self.seconds = 0.0
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
         t0 = time.process_time()
-        out = embed(texts)
-        seconds[0] += time.process_time() - t0
+        out = self.inner.embed(texts)
+        self.seconds += time.process_time() - t0
+        self.texts += len(texts)
         return out
-
-    vectors._embed = timed  # type: ignore[method-assign]
-    return scanner, seconds
 
 
 def command(files_root: Path, jobs: int) -> float:
@@ -160,7 +158,7 @@ _PARTS = {
     "canonical procedure (`canonical.procedure_of`)": ("canonical.py", "procedure_of"),
     "result readings (`readings.read_result`)": ("readings.py", "read_result"),
     "stagnation check (`detectors.Stagnation`)": ("detectors.py", "__call__:stagnation"),
-    "n-gram embedding (`NgramEmbedder`, then `NumpyNgram`)": ("ngram.py|ngram_numpy.py", "embed"),
+    "n-gram embedding (`NgramEmbedder.embed`)": ("ngram.py", "embed"),
 }
 
 
@@ -178,7 +176,7 @@ def profile(files: list[Path]) -> list[tuple[str, float, float]]:
         name, _, line_hint = func.partition(":")
         cum = 0.0
         for (path, line, fname), v in raw.items():
-            if not path.endswith(tuple(file.split("|"))) or fname != name:
+            if not path.endswith(file) or fname != name:
                 continue
             if line_hint == "stagnation" and not _is_stagnation(path, line):
                 continue
@@ -198,11 +196,6 @@ def _is_stagnation(path: str, line: int) -> bool:
 
 def run(quick: bool = False) -> str:
     """Scan the corpus; returns the markdown section."""
-    # The serial passes embed with numpy in this process; OpenBLAS would start a thread at its
-    # import, and a process with another thread spawns its scan workers instead of forking
-    # them. The command never embeds in the process that starts its pool: keep OpenBLAS to
-    # this thread, so that the pooled pass here forks, as the command does.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if not CORPUS.is_dir():
         return f"## Scan: `antiloop scan` over the corpus\n\nSkipped: {CORPUS} is absent.\n"
     files = trace_files()
@@ -222,11 +215,12 @@ def run(quick: bool = False) -> str:
     )
     embed_cpu = float("inf")
     for _ in range(repeat):
-        scanner, seconds = timed_scanner()
-        judge_only(runs, scanner)
-        embed_cpu = min(embed_cpu, seconds[0])
-    embedded = scanner.vectors.misses
-    asked = scanner.vectors.hits + scanner.vectors.misses
+        timed = TimedEmbedder()
+        timed_scanner = Scanner(embedder=timed)
+        judge_only(runs, timed_scanner)
+        embed_cpu = min(embed_cpu, timed.seconds)
+    embedded = timed.texts
+    asked = timed_scanner.vectors.hits + timed_scanner.vectors.misses
     distinct = sum(len(_distinct_messages(r)) for r in runs)
 
     passes: dict[str, Callable[[], object]] = {
@@ -293,15 +287,13 @@ readers decode the same JSON, then walk messages and run regexes); the guard
 canonical procedures, readings, the detectors), of which the stagnation check
 {(cpu["judge"] - cpu["loops_judge"]) / serial_cpu:.0%}, and within it the n-gram embedding
 {embed_cpu / serial_cpu:.0%} ({embedded:,} texts embedded for {asked:,} asked: each distinct
-message once per process, from a cache by text). A scan embeds with numpy once it has
-embedded {NUMPY_AFTER:,} characters in plain Python (`antiloop.embed.ngram_numpy`: the same
-vectors bit for bit, about 2.6x fewer instructions a text, numpy's import paid once a process);
-`semantic.numbers_progress` reads the words around a number only where it changed. The guard
-part is what the deferred readings and compiled modules of issue 17 speed up: re-run
-`python -m bench scan` after they merge. What is left of the stagnation check is in
-`detectors.Stagnation` (a pure-Python cosine over 512 dimensions, each message's vector turned
-into an array of floats), then canonical procedures and readings. cProfile, cumulative, one
-process:
+message once per process, from a cache by text). The guard part is what the deferred readings
+and compiled modules of issue 17 speed up: re-run `python -m bench scan` after they merge. What
+stands in the way of the target is the guard's part, in modules this suite does not own: the
+stagnation check (`detectors.Stagnation`: a pure-Python cosine over 512 dimensions; its
+`semantic.numbers_progress` now reads the words around a number only where it changed) with
+the pure-Python n-gram embedder (about 1.2 us per character embedded), then canonical
+procedures and readings. cProfile, cumulative, one process:
 
 | part | time (profiled) | share |
 |---|---:|---:|
@@ -315,7 +307,10 @@ embed many more texts; and MiniLM's batches pad their texts, which moves its vec
 last digits. orjson in the readers was measured (2026-12-01: the readers 25% faster, 40 ms of
 CPU, 2.5% of the scan) and left out: orjson 3.11 reads an integer past 64 bits as a float, and
 a check that would catch one (a 19-digit run: in 34 of the 98 files) cost 110 ms, more than it
-saves.
+saves. The n-gram embedding through numpy was measured too (2026-12-01, commit
+f163b73: the same vectors bit for bit, 2.6x fewer instructions a text) and left out: numpy's
+import costs about 0.1 s of CPU in each process, more than it saved on this corpus (serial
+scan 1.32-1.36 s of CPU without it, 1.32-1.38 s switching after 25,000 characters).
 
 Peak traced memory (tracemalloc, one process): whole corpus scan {peak_all / mb:.1f} MiB, of which
 up to {VECTORS_KEPT * 512 * 8 / mb:.0f} MiB is the vectors kept by text ({VECTORS_KEPT:,} of 512

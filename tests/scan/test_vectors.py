@@ -89,37 +89,3 @@ def test_a_scan_embeds_a_repeated_message_once() -> None:
         scanner.scan_run(Run(file="x.jsonl", record=record, format="jsonl", steps=steps))
     embedded = [t for call in inner.asked for t in call]
     assert sorted(embedded) == sorted(set(messages))
-
-
-def test_a_large_scan_turns_to_numpy_and_gets_the_same_vectors() -> None:
-    """Past ``numpy_after`` characters, ngram's vectors come from numpy: the same floats."""
-    pytest.importorskip("numpy")
-    vectors = ScanVectors(NgramEmbedder(), numpy_after=50)
-    texts = [f"message {i}: the parser still fails on line {i * 7}" for i in range(6)]
-    got = [vectors.embed([t])[0] for t in texts]
-    assert got == NgramEmbedder().embed(texts)
-    assert "NumpyNgram" in repr(vectors._fresh)
-
-
-def test_another_embedder_never_turns_to_numpy() -> None:
-    """Only the plain ngram embedder is replaced: a subclass or a third party's is asked."""
-    inner = Counting()
-    vectors = ScanVectors(inner, numpy_after=0)
-    vectors.embed(["a long enough message", "and another one"])
-    assert inner.asked == [["a long enough message", "and another one"]]
-
-    class Subclass(NgramEmbedder):
-        pass
-
-    sub = ScanVectors(Subclass(), numpy_after=0)
-    sub.embed(["a long enough message"])
-    assert "NumpyNgram" not in repr(sub._fresh)
-
-
-def test_a_pool_worker_embeds_with_numpy_from_the_start() -> None:
-    """A worker's share of a large scan turns to numpy at once; a serial scan waits."""
-    from antiloop.scan.engine import _worker_scanner
-    from antiloop.scan.vectors import NUMPY_AFTER
-
-    assert Scanner().vectors.numpy_after == NUMPY_AFTER
-    assert _worker_scanner(Scanner().config, None, False).vectors.numpy_after == 0

@@ -72,7 +72,7 @@ class NgramEmbedder:
         return [self._one(t) for t in texts]
 
     def _one(self, text: str) -> list[float]:
-        norm = normal_text(text)
+        norm = _normal_text(text)
         features: set[bytes]
         if not norm:
             features = {_utf8(_EMPTY_FEATURE)}
@@ -84,7 +84,7 @@ class NgramEmbedder:
         else:
             features = set(map(_utf8, _grams(f" {norm} ", self.n_min, self.n_max)))
         if self.words and norm:
-            features |= word_features(norm)
+            features |= _word_features(norm)
         dim = self.dim
         vec = [0.0] * dim
         for h in map(zlib.crc32, features):
@@ -95,14 +95,14 @@ class NgramEmbedder:
         return list(map(operator.truediv, vec, itertools.repeat(total)))
 
 
-def normal_text(text: str) -> str:
+def _normal_text(text: str) -> str:
     """The text as the embedder sees it: NFKC-normalised, case-folded, white space collapsed."""
     return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 
-def word_features(norm: str) -> set[bytes]:
+def _word_features(norm: str) -> set[bytes]:
     """The word features of a normalised text: each distinct word after a NUL, as UTF-8."""
-    if norm.isascii():  # as bytes, no word encoded (callgrind: 4% fewer instructions to embed)
+    if norm.isascii():  # as bytes, no word encoded (callgrind: 2% fewer instructions to embed)
         return set(map(_NUL.__add__, _WORD_BYTES.findall(norm.encode())))
     return {_utf8("\x00" + w) for w in _WORD.findall(norm)}
 

@@ -453,7 +453,7 @@ class Scanner:
         results: Iterator[Iterable[RunScan | Unreadable]] | None = None
         if self.jobs > 1 and len(files) > 1:
             build = functools.partial(
-                _worker_scanner, self.config, self._given_embedder, self.views
+                Scanner, self.config, embedder=self._given_embedder, views=self.views
             )
             results = scan_files(build, files, format, self.jobs)
         if results is None:  # in this process, each run given as soon as it is scanned
@@ -462,17 +462,6 @@ class Scanner:
             yield from items
             if progress is not None:
                 progress(done, len(files))
-
-
-def _worker_scanner(config: GuardConfig, embedder: Embedder | None, views: bool) -> Scanner:
-    """A pool worker's scanner: its share of a large scan embeds with numpy from the start.
-
-    callgrind, the corpus in 2 workers: 4% fewer instructions than turning to numpy after
-    ``NUMPY_AFTER`` characters in each worker (numpy's import is paid there anyway).
-    """
-    scanner = Scanner(config, embedder=embedder, views=views)
-    scanner.vectors.numpy_after = 0
-    return scanner
 
 
 def _reason(exc: BaseException, path: Path) -> str:

@@ -13,7 +13,6 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from antiloop.embed.ngram import NgramEmbedder
 from antiloop.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -22,38 +21,20 @@ if TYPE_CHECKING:
 VECTORS_KEPT = 1024
 """How many vectors a scan keeps (about 4 KB each for the 512 dimensions of ``ngram``)."""
 
-NUMPY_AFTER = 25_000
-"""Characters ``ngram`` embeds in plain Python before a scan turns to numpy for the rest.
-
-Importing numpy costs about what embedding 24,000 characters does in plain Python (callgrind:
-261 M instructions; about 11,000 a character in Python, 4,100 with numpy, over the 1,429 texts
-a corpus scan embeds): a small scan never pays it, a large one pays it once, early.
-"""
-
 
 class ScanVectors:
     """An embedder that remembers the vectors of the texts it embedded, for one scan.
 
-    With the plain ``ngram`` embedder and numpy installed, the texts that come after the first
-    ``numpy_after`` characters are embedded by ``antiloop.embed.ngram_numpy`` (the same vectors).
     Not thread-safe: a scan runs in one thread of each process.
 
     Args:
         inner: the embedder.
         maxsize: how many vectors to keep.
-        numpy_after: characters embedded in plain Python before numpy takes over.
     """
 
-    def __init__(
-        self, inner: Embedder, maxsize: int = VECTORS_KEPT, numpy_after: int = NUMPY_AFTER
-    ) -> None:
+    def __init__(self, inner: Embedder, maxsize: int = VECTORS_KEPT) -> None:
         self.inner = inner
         self.maxsize = maxsize
-        self.numpy_after = numpy_after
-        self._fresh = inner.embed
-        # the ngram embedder that numpy may take over once it pays, and what it embedded so far
-        self._ngram = inner if type(inner) is NgramEmbedder and _has_numpy() else None
-        self._plain = 0
         self.misses = 0
         self.hits = 0
         self._kept: OrderedDict[str, array[float]] = OrderedDict()
@@ -74,7 +55,7 @@ class ScanVectors:
         kept = self._kept
         todo = list(dict.fromkeys(t for t in texts if t not in kept))
         if todo:
-            fresh = self._embed(todo)
+            fresh = self.inner.embed(todo)
             if len(fresh) != len(todo):
                 raise ConfigError(
                     f"embedder {self.inner.id!r} returned {len(fresh)} vectors "
@@ -91,19 +72,3 @@ class ScanVectors:
         while len(kept) > self.maxsize:
             kept.popitem(last=False)
         return out
-
-    def _embed(self, texts: list[str]) -> list[list[float]]:
-        if self._ngram is not None:
-            self._plain += sum(map(len, texts))
-            if self._plain > self.numpy_after:
-                from antiloop.embed.ngram_numpy import NumpyNgram
-
-                self._fresh = NumpyNgram(self._ngram).embed
-                self._ngram = None
-        return self._fresh(texts)
-
-
-def _has_numpy() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("numpy") is not None
