@@ -290,10 +290,10 @@ canonical procedures, readings, the detectors), of which the stagnation check
 message once per process, from a cache by text). The guard part is what the deferred readings
 and compiled modules of issue 17 speed up: re-run `python -m bench scan` after they merge. What
 stands in the way of the target is the guard's part, in modules this suite does not own: the
-stagnation check (`detectors.Stagnation`: `semantic.numbers_progress` on each of the window's
-messages at every step, a pure-Python cosine over 512 dimensions) with the pure-Python n-gram
-embedder (about 1.3 us per character embedded), then canonical procedures and readings.
-cProfile, cumulative, one process:
+stagnation check (`detectors.Stagnation`: a pure-Python cosine over 512 dimensions; its
+`semantic.numbers_progress` now reads the words around a number only where it changed) with
+the pure-Python n-gram embedder (about 1.2 us per character embedded), then canonical
+procedures and readings. cProfile, cumulative, one process:
 
 | part | time (profiled) | share |
 |---|---:|---:|
@@ -307,7 +307,10 @@ embed many more texts; and MiniLM's batches pad their texts, which moves its vec
 last digits. orjson in the readers was measured (2026-12-01: the readers 25% faster, 40 ms of
 CPU, 2.5% of the scan) and left out: orjson 3.11 reads an integer past 64 bits as a float, and
 a check that would catch one (a 19-digit run: in 34 of the 98 files) cost 110 ms, more than it
-saves.
+saves. The n-gram embedding through numpy was measured too (2026-12-01, commit
+f163b73: the same vectors bit for bit, 2.6x fewer instructions a text) and left out: numpy's
+import costs about 0.1 s of CPU in each process, more than it saved on this corpus (serial
+scan 1.32-1.36 s of CPU without it, 1.32-1.38 s switching after 25,000 characters).
 
 Peak traced memory (tracemalloc, one process): whole corpus scan {peak_all / mb:.1f} MiB, of which
 up to {VECTORS_KEPT * 512 * 8 / mb:.0f} MiB is the vectors kept by text ({VECTORS_KEPT:,} of 512

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from antiloop import goal_text, semantic
 
@@ -95,6 +97,80 @@ def test_mask_digits_and_blank():
 )
 def test_counter_versus_measure(before, after, progress):
     """A changed measure is progress; a changed counter (attempt, retry, N times) is not."""
+    assert semantic.numbers_progress(before, after) is progress
+
+
+def _progress_as_first_written(before: str, after: str) -> bool:
+    """numbers_progress as first written: the words around every number read, then compared."""
+    import re
+
+    from antiloop.stagnation import _COUNTER_WORDS
+
+    def numbers(text: str) -> list[tuple[str, str, str]]:
+        out = []
+        for m in re.finditer(r"\d+(?:\.\d+)?", text):
+            lead = re.compile(r"([a-z]+)\W{0,3}$", re.I).search(
+                text, max(0, m.start() - 24), m.start()
+            )
+            tail = re.search(r"^\W{0,2}([a-z]+)", text[m.end() : m.end() + 24], re.I)
+            out.append(
+                (
+                    m.group(0),
+                    lead.group(1).lower() if lead else "",
+                    tail.group(1).lower() if tail else "",
+                )
+            )
+        return out
+
+    a, b = numbers(before), numbers(after)
+    if len(a) != len(b):
+        return True
+    return any(
+        x[0] != y[0] and x[1] not in _COUNTER_WORDS and x[2] not in _COUNTER_WORDS
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+_MESSAGE = st.lists(
+    st.sampled_from(
+        [
+            "attempt",
+            "Retry",
+            "tests",
+            "failing",
+            "times",
+            "line",
+            " ",
+            ": ",
+            "-",
+            "3",
+            "4",
+            "10",
+            "2.5",
+            "x",
+        ]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@given(_MESSAGE, _MESSAGE)
+def test_counter_versus_measure_is_the_rule_as_first_written(before: str, after: str) -> None:
+    """Reading only the changed numbers' words decides as reading every number's words did."""
+    assert semantic.numbers_progress(before, after) is _progress_as_first_written(before, after)
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "progress"),
+    [
+        ("attempt 3: 5 failing", "attempt 4: 5 failing", False),
+        ("attempt 3: 5 failing", "attempt 4: 4 failing", True),
+        ("5 failing, attempt 3", "4 failing, attempt 4", True),
+        ("ran 3 times, 7 left", "ran 4 times, 7 left", False),
+    ],
+)
+def test_every_changed_number_is_judged(before: str, after: str, progress: bool) -> None:
+    """A counter changing beside a measure that changes too is progress; alone, it is not."""
     assert semantic.numbers_progress(before, after) is progress
 
 
