@@ -16,7 +16,8 @@ of small pure steps:
 3. the **context** (3.3): the files and file patterns touched, after path canonicalisation.
 
 One cache at the top: the procedures of recent calls with scalar arguments, by
-:data:`CallKey`. ``use_rules`` installs more rows (the ``[canonical]`` table of
+:data:`CallKey`; shell commands new as strings but not in shape are read by shape
+(``antiloop._shapes``). ``use_rules`` installs more rows (the ``[canonical]`` table of
 ``antiloop.toml``, read by ``antiloop.config``).
 
 Example:
@@ -33,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, TypeAlias, cast
 
-from antiloop._commands import shell as _shell
+from antiloop import _shapes
 from antiloop._forms import (
     canonical_json,
     canonical_path,
@@ -173,6 +174,7 @@ def use_rules(new: Rules) -> None:
     """
     _rules[0] = new
     _known.clear()
+    _shapes.clear()
 
 
 def _context_json(canon: dict[str, Any]) -> str:
@@ -391,7 +393,7 @@ def _procedure(
         command = _command_of(args)
         if command is None:
             return _json_procedure("bash", args, paths, cwd, True)
-        kind, params, context, found, programs, parts = _shell(command, cwd, _rules[0])
+        kind, params, context, found, programs, parts = _shapes.shell(command, cwd, _rules[0])
         extra = {
             k: v
             for k, v in args.items()
