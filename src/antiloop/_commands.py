@@ -14,9 +14,9 @@ from typing import Any
 from antiloop._forms import canonical_path, dumps_items, pattern_words, render, verbatim
 from antiloop._patterns import Patterns
 from antiloop._rules import OPERATIONS, Program, Rules, Runner
-from antiloop._shell import INPUTS, WRITES, Command, commands, tokens_of
+from antiloop._shell import INPUTS, WRITES, Command, Token, commands, tokens_of
 
-__all__ = ["Shell", "shell"]
+__all__ = ["Shell", "read_tokens", "shell", "stripped"]
 
 #: (operation, params, context, paths in order, programs, (program, operation) of each part)
 Shell = tuple[str, str, str, list[str], tuple[str, ...], tuple[tuple[str, str], ...]]
@@ -416,16 +416,26 @@ def _shell_script(words: list[str]) -> str | None:
 
 def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
     """The operation, canonical words, context, paths and programs of a shell command."""
-    stripped = command.strip()
-    if stripped.endswith("\\"):
+    return read_tokens(tokens_of(stripped(command)), cwd, rules)
+
+
+def stripped(command: str) -> str:
+    """The command without surrounding blanks, but for a trailing backslash's blank."""
+    text = command.strip()
+    if text.endswith("\\"):
         rest = command.lstrip()
-        blank = rest[len(stripped) : len(stripped) + 1]
-        odd = (len(stripped) - len(stripped.rstrip("\\"))) % 2 == 1
+        blank = rest[len(text) : len(text) + 1]
+        odd = (len(text) - len(text.rstrip("\\"))) % 2 == 1
         if blank == "\n" and odd:  # a backslash-newline continues the line: bash drops both
-            stripped = stripped[:-1].rstrip()
+            text = text[:-1].rstrip()
         elif blank.isspace() and blank != "\n":  # an escaped trailing blank is a word:
-            stripped = rest  # ``printf \ `` prints a space
-    cmds = commands(tokens_of(stripped))
+            text = rest  # ``printf \ `` prints a space
+    return text
+
+
+def read_tokens(tokens: list[Token], cwd: str | None, rules: Rules) -> Shell:
+    """``shell`` of a command already split into tokens."""
+    cmds = commands(tokens)
     if len(cmds) == 1 and not cmds[0].redirs and cmds[0].sep in ("", ";"):
         script = _shell_script(cmds[0].words)
         if script is not None:

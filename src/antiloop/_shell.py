@@ -14,7 +14,17 @@ from __future__ import annotations
 
 from antiloop._lazy import LazyPattern
 
-__all__ = ["INPUTS", "WRITES", "Command", "Redirect", "Token", "commands", "tokenize", "tokens_of"]
+__all__ = [
+    "INPUTS",
+    "WRITES",
+    "Command",
+    "Redirect",
+    "Token",
+    "commands",
+    "plain_tokens",
+    "tokenize",
+    "tokens_of",
+]
 
 _OPERATORS = {
     op: len(op)
@@ -30,7 +40,11 @@ _META = " \t\r\n;&|<>()"
 _PLAIN_RUN = LazyPattern(r"[^\s;&|<>()'\"\\$`]+")
 _DIGITS = LazyPattern(r"\d+")
 # the fast paths of tokens_of: plain words; words, single quotes and ; & | && || only
-_SIMPLE = LazyPattern(r"[A-Za-z0-9_./=:@%+,*?~^-]+(?: +[A-Za-z0-9_./=:@%+,*?~^-]+)*")
+_SIMPLE = LazyPattern(
+    r"(?:[A-Za-z0-9_./=:@%+,*?~^-]|'[^\s'\"\\$`<>()#;&|]*')+"
+    r"(?: +(?:[A-Za-z0-9_./=:@%+,*?~^-]|'[^\s'\"\\$`<>()#;&|]*')+)*"
+)  # plain words, or words with single-quoted parts holding no blank or operator (one way
+# to match each character: no backtracking blow-up)
 _WORDS_OPS = LazyPattern(r"(?:[^\s;&|']+|'[^']*')+|&&|\|\||;;|\|&|[;&|]")
 _NOT_WORDS_OPS = LazyPattern(r"[\"\\$`<>()#\n\r]")
 
@@ -254,15 +268,24 @@ def tokens_of(command: str) -> list[Token]:
     Plain words, and words with single-quoted strings and the separators ``; & | && || ;; |&``
     (no double quotes, escapes, expansions, redirections or comments) skip the tokenizer.
     """
+    tokens = plain_tokens(command)
+    return tokenize(command) if tokens is None else tokens
+
+
+def plain_tokens(command: str) -> list[Token] | None:
+    """The tokens of a command of words, single quotes and ``; & | && || ;; |&`` only, else None.
+
+    The words are the only tokens of that kind, and none of them is a redirection.
+    """
     if _SIMPLE.compiled.fullmatch(command):
-        return [("w", w) for w in command.split()]
+        return [("w", w.replace("'", "")) for w in command.split()]
     if command.count("'") % 2 == 0 and _NOT_WORDS_OPS.compiled.search(command) is None:
         # a quote is removed with what it quotes kept
         return [
             ("sep", t) if t in _SEPARATORS else ("w", t.replace("'", ""))
             for t in _WORDS_OPS.compiled.findall(command)
         ]
-    return tokenize(command)
+    return None
 
 
 _SEPARATORS = frozenset({"&&", "||", ";;", "|&", ";", "&", "|"})
