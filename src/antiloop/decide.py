@@ -52,6 +52,7 @@ READS_ONLY = frozenset({"read", "list", "grep"})
 SEEN_KEPT = 32  # step ids remembered per session: a retry is recognised among the last 32
 STOPPED_KEPT = 64  # stopped procedures remembered per stream
 _OK = Verdict()
+_NONE = tuple((None,) * n for n in range(17))  # same_as of a step like none of the last n
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,23 +109,20 @@ def judge(
     A step id seen among the session's last ``SEEN_KEPT`` is answered as it was then, and
     counts once (docs/protocol.md section 2).
     """
-    if step_id is None:
-        return _judge(state, step, policy), True
-    seen = state.seen
-    if step_id in seen:
-        first = seen[step_id]
+    if step_id is not None and step_id in state.seen:
+        first = state.seen[step_id]
         return (_OK if first is None else first), False  # type: ignore[return-value]
-    verdict = _judge(state, step, policy)
+    if state.ended is not None:
+        verdict = terminated(state.ended)  # type: ignore[arg-type]
+    else:
+        verdict = decide(observe(state, step, policy), policy)
+    if step_id is None:
+        return verdict, True
+    seen = state.seen
     seen[step_id] = None if verdict is _OK else verdict
     if len(seen) > SEEN_KEPT:
         del seen[next(iter(seen))]
     return verdict, True
-
-
-def _judge(state: SessionState, step: Step, policy: Policy) -> Verdict:
-    if state.ended is not None:
-        return terminated(state.ended)  # type: ignore[arg-type]
-    return decide(observe(state, step, policy), policy)
 
 
 def decide(history: History, policy: Policy) -> Verdict:
@@ -204,14 +202,18 @@ def _add_record(
     record = StepRecord(index, tool, proc.operation, digest, proc, result)
     window = stream.window
     lookback = policy.lookback
-    if window:
-        same_as = []
-        for back in range(1, min(lookback, len(window)) + 1):
-            old = window[-back]
-            same_as.append(same(old, record) if old.procedure == digest else None)
-        record.same_as = tuple(same_as)
-        stream.run = stream.run + 1 if same_as and same_as[0] is not None else 1
-    else:
+    recent = window[-lookback:]
+    for old in recent:
+        if old.procedure == digest:  # a step of the same procedure: compare the results
+            recent.reverse()
+            same_as = tuple(
+                [same(old, record) if old.procedure == digest else None for old in recent]
+            )
+            record.same_as = same_as
+            stream.run = stream.run + 1 if same_as[0] is not None else 1
+            break
+    else:  # the common step: none of the last ones has its procedure; no list, no tuple
+        record.same_as = _NONE[len(recent)] if len(recent) < len(_NONE) else (None,) * len(recent)
         stream.run = 1
     window.append(record)
     if len(window) > lookback:

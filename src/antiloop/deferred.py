@@ -173,7 +173,9 @@ class TextBudget:
     def keep(self, text: Deferred, size: int) -> None:
         """Hold ``text`` (``size`` bytes); drop the oldest ones while the budget is exceeded."""
         ref = weakref.ref(text, self._gone)
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not ``with``: half the instructions (callgrind), each step keeps one
+        try:
             if self._dead:
                 self._settle()
             texts = self._texts
@@ -187,13 +189,19 @@ class TextBudget:
                 if old is not None and old._text is not None:
                     old.exact = exact_digest(*old._text)  # what a later match can still use
                     old._text = None
+        finally:
+            lock.release()
 
     def forget(self, text: Deferred) -> None:
         """Stop holding ``text`` (it was read, or released)."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # as in ``keep``: each step's text is forgotten once
+        try:
             size = self._texts.pop(weakref.ref(text), None)
             if size is not None:
                 self._used -= size
+        finally:
+            lock.release()
 
     def clear(self) -> None:
         """Drop every text (tests; a process that wants its memory back)."""

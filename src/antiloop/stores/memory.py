@@ -25,14 +25,16 @@ if TYPE_CHECKING:
 
 
 class _Transaction:
+    """The store's one transaction context: set to a session's state while the lock is held."""
+
     __slots__ = ("_state", "_store")
 
-    def __init__(self, store: MemoryStore, state: SessionState) -> None:
+    def __init__(self, store: MemoryStore) -> None:
         self._store = store
-        self._state = state
+        self._state: SessionState | None = None  # let go at the end: a forgotten session goes
 
     def __enter__(self) -> SessionState:
-        return self._state
+        return self._state  # type: ignore[return-value]  # set by transaction()
 
     def __exit__(
         self,
@@ -40,6 +42,7 @@ class _Transaction:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._state = None
         store = self._store
         pending = store._pending
         store._pending = None
@@ -82,6 +85,9 @@ class MemoryStore(Records):
         self._cache: dict[str, tuple[float, str]] = {}
         self._feedback: dict[str, list[str]] = {}
         self._stops: dict[str, str] = {}
+        # one context for every transaction, its state set under the lock (a nested one in the
+        # same thread has its state already): no object made per step
+        self._transaction = _Transaction(self)
 
     def __repr__(self) -> str:
         return "MemoryStore()"
@@ -105,7 +111,9 @@ class MemoryStore(Records):
         if state is None:
             state = self._states[session] = SessionState()
         self._pending = []
-        return _Transaction(self, state)
+        transaction = self._transaction
+        transaction._state = state
+        return transaction
 
     def load(self, session: str) -> tuple[SessionState, object]:
         """A copy of the state (the live one stays the store's) and its version, or None."""
