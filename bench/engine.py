@@ -25,9 +25,9 @@ SESSIONS = 10_000
 ANALYSIS = """What the profiles show (after issue 17's core change). Readings are made only for the
 steps whose procedure matches one of the last steps of its stream, and for failures (their
 error line alone): about a tenth of the steps here. What is left is canonicalisation
-(`procedure_of`: shell parsing, flag specs, pattern words), which every step needs because
-its key decides sameness, then the detectors, the step's JSON (orjson where installed) and
-building the `Step`."""
+(`procedure_of`: shell commands read by shape, then filled in; flag specs, pattern words),
+which every step needs because its key decides sameness, then the error line of failing
+steps, the detectors, the step's JSON (orjson where installed) and building the `Step`."""
 
 
 def _quantiles(samples: list[int]) -> tuple[float, float]:
