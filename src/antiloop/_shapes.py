@@ -24,6 +24,7 @@ the values), none holding ``zq`` (the markers' letters).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import fields
 from typing import Any
@@ -134,7 +135,8 @@ def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
     if known is None:
         _shapes[key] = _LEARN
         if len(_shapes) > _SHAPES:
-            del _shapes[next(iter(_shapes))]
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread
+                del _shapes[next(iter(_shapes))]
     elif known is _LEARN:
         _shapes[key] = _learn(tokens, key, slots, cwd, rules, reading)
     return reading
