@@ -9,6 +9,16 @@ instead", so the daemon can only make the hook faster, never change its answer.
 
 ``ANTILOOP_HOOKD=0`` turns the daemon off; ``ANTILOOP_HOOKD_DIR`` moves its socket (default
 ``~/.antiloop/run``, a directory only the user may enter).
+
+A daemon that does not answer within ``ANTILOOP_HOOKD_WAIT`` seconds (2 by default), or that
+closes the connection without an answer, costs that one wait: the hook takes its socket away
+(and ends it, when it is this user's hook daemon), judges the event in its own process, and
+the next event starts a new daemon. Judging an event again cannot count it twice: a step is
+recorded under its id (the agent's tool call id), and a step already recorded under that id is
+answered as it was the first time.
+
+The native client (``antiloop-hook``, ``src/antiloop/hooks/native``) does the same in C and
+runs this module's command when it cannot.
 """
 
 from __future__ import annotations
@@ -26,7 +36,8 @@ PROTOCOL = b"antiloop-hookd/1"
 
 _OFF = ("0", "off", "no", "false")
 _SOCKET_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
-_DEFAULT_WAIT = 25.0  # below the 30 s timeout the installers give the agents
+_DEFAULT_WAIT = 2.0  # seconds for the daemon's answer before the event is judged here
+_KILL = 9  # SIGKILL, without importing signal
 
 
 def enabled(env: Mapping[str, str]) -> bool:
@@ -43,13 +54,20 @@ def socket_dir(env: Mapping[str, str]) -> str:
 
 
 def socket_path(env: Mapping[str, str]) -> str:
-    """The socket of this installation's daemon: one per environment and package directory.
+    """The socket of this installation's daemon: one per scripts directory and ``PYTHONPATH``.
 
-    ``sys.prefix`` (the venv), not ``sys.executable``: ``python`` and ``python3`` of one venv
-    (the console script uses either) share the daemon.
+    The directory of the interpreter (a venv's ``bin``), where the ``antiloop`` and
+    ``antiloop-hook`` scripts of the installation live too, so that the native client, which
+    knows only its own place, names the same socket; ``python`` and ``python3`` of one venv
+    share it. ``PYTHONPATH`` is part of the name: another source tree is another daemon.
     """
-    here = os.path.dirname(os.path.abspath(__file__))
-    return os.path.join(socket_dir(env), f"hookd-{_tag(sys.prefix + chr(0) + here)}.sock")
+    return os.path.join(socket_dir(env), f"hookd-{_tag(installation_key(env))}.sock")
+
+
+def installation_key(env: Mapping[str, str]) -> str:
+    """What names this installation's daemon (the native client computes the same)."""
+    scripts = os.path.realpath(os.path.dirname(sys.executable))
+    return scripts + chr(0) + env.get("PYTHONPATH", "")
 
 
 def _tag(text: str) -> str:
@@ -98,13 +116,20 @@ class Asked:
     """What :func:`answer_by_daemon` did: ``code`` set when the daemon answered.
 
     ``data`` is the event when it was read from stdin (the fallback must not read again);
-    ``start`` says the daemon is not running and may be started.
+    ``start`` says the daemon is not running and may be started; ``problem`` says why a
+    daemon that took the event gave no answer (the event is then judged here all the same).
     """
 
-    __slots__ = ("code", "data", "start")
+    __slots__ = ("code", "data", "problem", "start")
 
-    def __init__(self, code: int | None = None, data: bytes | None = None, start: bool = False):
-        self.code, self.data, self.start = code, data, start
+    def __init__(
+        self,
+        code: int | None = None,
+        data: bytes | None = None,
+        start: bool = False,
+        problem: str | None = None,
+    ):
+        self.code, self.data, self.start, self.problem = code, data, start, problem
 
 
 def answer_by_daemon(agent: str, config: str | None) -> Asked:
@@ -137,10 +162,12 @@ def _hand_over(agent: str, config: str | None, env: Mapping[str, str], data: byt
         return Asked(data=data, start=True)
     import _socket
 
+    wait = _wait(env)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
-        sock.settimeout(_wait(env))
+        sock.settimeout(wait)
         try:
+            inode = os.stat(path).st_ino
             sock.connect(path)
         except OSError:
             return Asked(data=data, start=True)
@@ -149,30 +176,75 @@ def _hand_over(agent: str, config: str | None, env: Mapping[str, str], data: byt
             config = os.path.join(cwd, os.path.expanduser(config))
         environment = [key + b"=" + value for key, value in os.environb.items()]
         request = encode_request(agent, config or "", cwd, environment, data)
+        raw = b""
+        problem = None
         try:
             sock.sendall(request)
             sock.shutdown(_socket.SHUT_WR)
-        except OSError:
-            return Asked(data=data)  # not handed over: answer here
-        # Handed over: from here on the event is never judged again in this process.
-        try:
             chunks = []
             while chunk := sock.recv(65536):
                 chunks.append(chunk)
             raw = b"".join(chunks)
-        except Exception as exc:
-            return Asked(code=_lost(f"no answer from the hook daemon ({exc})", env))
+        except TimeoutError:
+            problem = f"the hook daemon gave no answer within {wait:g} s"
+        except OSError as exc:
+            problem = f"the hook daemon's connection failed ({exc})"
+        if problem is None and not raw:
+            problem = "the hook daemon closed the connection without an answer"
+        if problem is not None:
+            retire(path, inode, _peer(sock))
+            return Asked(data=data, start=True, problem=problem)
     finally:
         sock.close()
     reply = decode_reply(raw)
     if reply is None:
         if raw[:5] == b"stale":  # an older daemon, on its way out: it did not judge the event
             return Asked(data=data, start=True)
-        return Asked(code=_lost("the hook daemon's answer could not be read", env))
+        retire(path, inode, None)
+        problem = "the hook daemon's answer could not be read"
+        return Asked(data=data, start=True, problem=problem)
     code, out, err = reply
     _write(sys.stdout, out)
     _write(sys.stderr, err)
     return Asked(code=code)
+
+
+def _peer(sock: object) -> int | None:
+    """The pid of the process at the other end of a Unix socket (Linux), else None."""
+    import _socket
+
+    option = getattr(_socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        raw = sock.getsockopt(_socket.SOL_SOCKET, option, 12)  # type: ignore[attr-defined]
+    except OSError:
+        return None
+    pid = int.from_bytes(raw[:4], sys.byteorder)
+    return pid if pid > 0 else None
+
+
+def retire(path: str, inode: int, pid: int | None) -> None:
+    """Take a daemon that failed an event out of the way: its socket goes, it is ended.
+
+    The socket is removed only if it is still the one connected to (``inode``), so a newer
+    daemon's is left alone; the process is killed only if it is a hook daemon of this user
+    (its command line says so), so that a lock it may hold is released now. Never raises.
+    """
+    try:
+        if os.stat(path).st_ino == inode:
+            os.unlink(path)
+    except OSError:
+        pass
+    if pid is None or pid == os.getpid():
+        return
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        if b"antiloop.hooks.daemon" in argv and os.stat(f"/proc/{pid}").st_uid == os.getuid():
+            os.kill(pid, _KILL)
+    except OSError:
+        pass
 
 
 def _cwd(env: Mapping[str, str]) -> str:
@@ -184,28 +256,14 @@ def _cwd(env: Mapping[str, str]) -> str:
 
 
 def _wait(env: Mapping[str, str]) -> float:
-    raw = env.get("ANTILOOP_HOOK_DEADLINE")
+    """Seconds the daemon has to answer (``ANTILOOP_HOOKD_WAIT``, 2 by default)."""
+    raw = env.get("ANTILOOP_HOOKD_WAIT")
     if raw:
         try:
-            return max(float(raw), 0.01) + 5.0
+            return min(max(float(raw), 0.05), 60.0)
         except ValueError:
             pass
     return _DEFAULT_WAIT
-
-
-def _lost(problem: str, env: Mapping[str, str]) -> int:
-    """The event was handed over but no answer came back: never judge it twice.
-
-    A second judgement here could count the step twice (and call it a repeat), so the answer
-    is the runner's for an internal error: allow with a line on stderr, or under
-    ``ANTILOOP_FAIL=closed`` exit 2 (the agents' "block").
-    """
-    closed = env.get("ANTILOOP_FAIL", "").strip().lower() == "closed"
-    line = f"antiloop hook: {problem}; this event was not checked.\n"
-    if closed:
-        line += "antiloop hook: ANTILOOP_FAIL=closed: blocking.\n"
-    _write(sys.stderr, line.encode())
-    return 2 if closed else 0
 
 
 def _write(stream: object, data: bytes) -> None:

@@ -73,21 +73,33 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 
 def _hook_call(args: Sequence[str]) -> tuple[str, str | None] | None:
-    """``hook AGENT [--config FILE]`` read without building the parser, else None.
+    """``hook AGENT [--config FILE] [--fail open|closed]`` read without building the parser.
 
     The hook runs as a new process per tool call: argparse's set-up (help formatters,
-    gettext, shutil) is a few milliseconds of each call that this plain form skips.
+    gettext, shutil) is a few milliseconds of each call that this plain form skips. ``--fail``
+    is put in the environment (``ANTILOOP_FAIL``), where the daemon and the runner read it.
     """
     if len(args) < 2 or args[0] != "hook" or args[1].startswith("-"):
         return None
-    rest = args[2:]
-    if not rest:
-        return args[1], None
-    if len(rest) == 2 and rest[0] == "--config" and not rest[1].startswith("-"):
-        return args[1], rest[1]
-    if len(rest) == 1 and rest[0].startswith("--config=") and len(rest[0]) > 9:
-        return args[1], rest[0][9:]
-    return None
+    options: dict[str, str] = {}
+    rest = list(args[2:])
+    while rest:
+        word = rest.pop(0)
+        name, equals, value = word.partition("=")
+        if name not in ("--config", "--fail") or name in options:
+            return None
+        if not equals:
+            if not rest or rest[0].startswith("-"):
+                return None
+            value = rest.pop(0)
+        if not value or (name == "--fail" and value not in ("open", "closed")):
+            return None
+        options[name] = value
+    if "--fail" in options:
+        import os
+
+        os.environ["ANTILOOP_FAIL"] = options["--fail"]
+    return args[1], options.get("--config")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -102,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asked.code
         from antiloop.commands.hook import answer
 
-        return _run(lambda: answer(*hook, data=asked.data, start_daemon=asked.start))
+        return _run(
+            lambda: answer(*hook, data=asked.data, start_daemon=asked.start, problem=asked.problem)
+        )
     named = next((a for a in args if not a.startswith("-")), None)
     if named is not None and named not in COMMANDS:
         from antiloop.suggest import unknown

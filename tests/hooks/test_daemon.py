@@ -176,27 +176,87 @@ def test_a_stale_answer_means_answered_in_process_and_judged_once(
     assert decode_request(seen[0])[0] == "claude-code"
 
 
+def _hook(payload: dict[str, Any], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [str(ANTILOOP), "hook", "claude-code"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
 @pytest.mark.parametrize("fail", ["open", "closed"])
-def test_an_event_handed_over_without_an_answer_is_not_judged_twice(
+def test_an_event_the_daemon_took_and_dropped_is_judged_here_once(
     denv: dict[str, str], tmp_path: Path, fail: str
 ) -> None:
-    """The daemon took the event and then went silent: no second judgement, fail mode kept."""
-    s = ClaudeSession("lost", cwd=str(tmp_path))
+    """The daemon recorded the step, then hung up: the hook judges it again, counted once."""
+    s = ClaudeSession("dropped", cwd=str(tmp_path))
     env = {**denv, "ANTILOOP_FAIL": fail}
-    with fake_daemon(denv, lambda request: b""):
-        proc = subprocess.run(
-            [str(ANTILOOP), "hook", "claude-code"],
-            input=json.dumps(s.pre("Read", {"file_path": "/a"})).encode(),
-            capture_output=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
-    assert proc.stdout == b""
-    assert b"this event was not checked" in proc.stderr
-    assert proc.returncode == (2 if fail == "closed" else 0)
+    first = s.read(str(tmp_path / "a.py"), "x\n")
+    assert spawned(first, {**env, "ANTILOOP_HOOKD": "0"}) == ""  # what the daemon recorded
+    with fake_daemon(denv, lambda request: b"") as seen:
+        proc = _hook(first, env)  # the same event, sent again: no answer from the daemon
+    assert len(seen) == 1
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""  # judged here: the step id says it was recorded already
+    assert b"closed the connection without an answer; judged in the hook's own process" in (
+        proc.stderr
+    )
+    assert not Path(socket_path(denv)).exists()  # taken away: the next event starts a daemon
     store = open_store(denv["ANTILOOP_STORE"])
-    assert store.sessions() == []  # nothing judged in the process either
+    try:
+        assert store.peek("dropped").steps == 1
+    finally:
+        store.close()
+    again = _hook(s.read(str(tmp_path / "a.py"), "x\n"), {**env, "ANTILOOP_HOOKD": "0"})
+    assert json.loads(again.stdout)["decision"] == "block"  # the second call is the repeat
+
+
+def spawned(payload: dict[str, Any], env: dict[str, str]) -> str:
+    proc = _hook(payload, env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.decode()
+
+
+def _daemon_pid(env: dict[str, str]) -> int:
+    """The pid of the daemon answering on ``env``'s socket."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(socket_path(env))
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    return int.from_bytes(raw[:4], sys.byteorder)
+
+
+def test_a_hung_daemon_costs_one_bounded_wait(denv: dict[str, str], tmp_path: Path) -> None:
+    """A stopped daemon: one event waits ANTILOOP_HOOKD_WAIT, is judged here; the next is fast."""
+    import signal
+
+    env = {**denv, "ANTILOOP_HOOKD_WAIT": "0.5"}
+    start_daemon(env)
+    pid = _daemon_pid(env)
+    s = ClaudeSession("hung", cwd=str(tmp_path))
+    assert spawned(s.read(str(tmp_path / "a.py"), "x\n"), env) == ""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        proc = _hook(s.read(str(tmp_path / "a.py"), "x\n"), env)
+        took = time.monotonic() - started
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["decision"] == "block"  # judged, and a repeat
+    assert b"no answer within 0.5 s; judged in the hook's own process" in proc.stderr
+    assert took < 30  # one bounded wait, not the agent's timeout
+    wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid))  # ended by the hook
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
 
 
 def test_a_socket_directory_open_to_others_is_not_trusted(

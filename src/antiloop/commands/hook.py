@@ -24,11 +24,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "agent", metavar="AGENT", help="the agent calling: claude-code, gemini or codex"
     )
     parser.add_argument("--config", help="antiloop.toml or JSON ([guard], [approval], [hooks])")
+    parser.add_argument(
+        "--fail",
+        choices=["open", "closed"],
+        help="what an internal error does (ANTILOOP_FAIL): open lets the call go on, closed "
+        "blocks it",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(ns: argparse.Namespace) -> int:
     """Read stdin, answer, and exit at once if the deadline left the work running."""
+    if ns.fail:
+        os.environ["ANTILOOP_FAIL"] = ns.fail
     return answer(ns.agent, ns.config)
 
 
@@ -38,12 +46,14 @@ def answer(
     *,
     data: bytes | None = None,
     start_daemon: bool = False,
+    problem: str | None = None,
 ) -> int:
     """Answer the event for ``agent`` in this process; returns the exit status.
 
     ``data``: the event, when already read (else stdin is read). ``start_daemon``: also start
     the hook daemon in the background, so that it answers the next events
-    (``antiloop.hooks.daemon``; ``ANTILOOP_HOOKD=0`` turns it off).
+    (``antiloop.hooks.daemon``; ``ANTILOOP_HOOKD=0`` turns it off). ``problem``: why the daemon
+    that took this event gave no answer; said on stderr, beside the answer judged here.
     """
     from antiloop.hooks.runner import run_hook
 
@@ -56,11 +66,14 @@ def answer(
 
         start_in_background()
     reply = run_hook(agent, data, config_path=config_path)
+    err = reply.stderr
+    if problem is not None:
+        err = f"antiloop hook: {problem}; judged in the hook's own process\n{err}"
     try:
         sys.stdout.write(reply.stdout)
         sys.stdout.flush()
-        if reply.stderr:
-            sys.stderr.write(reply.stderr)
+        if err:
+            sys.stderr.write(err)
             sys.stderr.flush()
     except OSError:
         pass

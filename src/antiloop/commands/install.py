@@ -8,6 +8,10 @@ antiloop install gemini --project         # .gemini/settings.json
 antiloop install codex --trust            # ~/.codex/hooks.json, and Codex's trust of them
 antiloop install claude-code --uninstall  # exactly our entries out again
 antiloop install claude-code --print      # show the entries, touch nothing
+antiloop install claude-code --on-failure block   # Claude Code blocks when the hook fails
+
+The command names the hook client by its absolute path, so it runs whatever the agent's PATH;
+`install` then starts the hook daemon, so that the first session finds it warm.
 """
 
 from __future__ import annotations
@@ -15,6 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+
+from antiloop.errors import ConfigError
 
 NOTES = {
     "codex": (
@@ -67,6 +74,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="Codex: record in ~/.codex/config.toml that you trust antiloop's hooks (Codex runs "
         "no hook it has not been told to trust); asked interactively when not given",
     )
+    parser.add_argument(
+        "--on-failure",
+        choices=["block", "allow"],
+        help="Claude Code only: what a failure of the hook does (its onFailure): block the "
+        "action (and antiloop fails closed), or allow it (the default); kept by later installs",
+    )
     parser.add_argument("--no-backup", action="store_true", help="write no .antiloop.bak copy")
     parser.add_argument("--print", action="store_true", help="print the entries, change nothing")
     parser.set_defaults(handler=run, scope="user")
@@ -74,19 +87,28 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     """Install or uninstall; prints what was done."""
-    from pathlib import Path
-
     from antiloop.hooks import installer
 
     shared = ns.scope == "project" and not ns.settings
+    if ns.on_failure and ns.agent != "claude-code":
+        raise ConfigError("--on-failure is Claude Code's onFailure; Gemini CLI and Codex have none")
+    if ns.command:
+        _check_command(ns.command)
+    path = Path(ns.settings) if ns.settings else installer.settings_path(ns.agent, ns.scope)
+    on_failure = ns.on_failure
+    if on_failure is None and ns.agent == "claude-code" and not ns.uninstall:
+        try:
+            on_failure = installer.on_failure_of(installer._read(path)[1], ns.agent)
+        except ConfigError:
+            on_failure = None  # install says what is wrong with the file
     if ns.http:
         command = installer.hook_url(ns.http, ns.agent)
     else:
-        command = ns.command or installer.default_command(ns.agent, shared=shared)
+        command = ns.command or installer.default_command(ns.agent, on_failure=on_failure)
     if ns.print:
-        print(json.dumps({"hooks": _listed(installer.hook_entries(ns.agent, command))}, indent=2))
+        entries = installer.hook_entries(ns.agent, command, on_failure)
+        print(json.dumps({"hooks": _listed(entries)}, indent=2))
         return 0
-    path = Path(ns.settings) if ns.settings else installer.settings_path(ns.agent, ns.scope)
     if ns.uninstall:
         result = installer.uninstall(ns.agent, path)
         if not result.changed:
@@ -98,7 +120,9 @@ def run(ns: argparse.Namespace) -> int:
         else:
             print(f"antiloop: removed the hooks of {len(result.events)} events from {path}")
         return 0
-    result = installer.install(ns.agent, path, command, backup=not ns.no_backup)
+    result = installer.install(
+        ns.agent, path, command, backup=not ns.no_backup, on_failure=on_failure
+    )
     if not result.changed:
         print(f"antiloop: already installed in {path}; nothing changed")
     else:
@@ -106,8 +130,18 @@ def run(ns: argparse.Namespace) -> int:
         events = ", ".join(result.events)
         print(f"antiloop: added hooks for {events} to {path}{backup}")
         print(f"antiloop: {'url' if ns.http else 'command'}: {command}")
-    if shared and not ns.command and not ns.http:
-        _check_path(command)
+    if on_failure == "block":
+        print("antiloop: on failure: block (Claude Code blocks the action when the hook fails)")
+    if shared and not ns.http:
+        print(
+            f"antiloop: note: {path} names this machine's antiloop by its absolute path; on a "
+            "machine without it the hook says so and checks nothing (run antiloop install there)",
+            file=sys.stderr,
+        )
+    if not ns.http and not ns.command:
+        from antiloop.hooks.daemon import ensure_running
+
+        print(f"antiloop: {ensure_running()}")
     if ns.agent in NOTES:
         print(f"antiloop: note: {NOTES[ns.agent]}", file=sys.stderr)
     scope = "" if ns.scope == "user" else f" --{ns.scope}"
@@ -124,22 +158,19 @@ def run(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _check_path(command: str) -> None:
-    """Shared settings name ``antiloop`` by the PATH: say so when this PATH has another one."""
-    import shutil
-    from pathlib import Path
+def _check_command(command: str) -> None:
+    """``--command`` must name its program by an absolute path: the agent's PATH is unknown."""
+    from antiloop.hooks import installer
 
-    found = shutil.which("antiloop")
-    mine = Path(sys.executable).with_name("antiloop")
-    if found is None:
-        print(
-            f"antiloop: warning: `{command}` needs antiloop on the agent's PATH, and it is not on "
-            f"yours: add {mine.parent} to PATH (shared settings carry no machine path; "
-            "--local or --user settings name the absolute path instead)",
-            file=sys.stderr,
+    try:
+        argv = installer.client_of(command)
+    except ValueError as exc:
+        raise ConfigError(f"--command {command!r} does not parse as a shell line: {exc}") from None
+    if not argv or not Path(argv[0]).is_absolute():
+        raise ConfigError(
+            f"--command {command!r} names its program by the PATH, which the agent may not "
+            "have: give its absolute path (or leave --command out: this antiloop's own)"
         )
-    elif mine.is_file() and Path(found).resolve() != mine.resolve():
-        print(f"antiloop: note: the agent will run {found} (first on the PATH)", file=sys.stderr)
 
 
 def _codex_trust(path: object, given: bool, scope: str) -> None:

@@ -15,6 +15,12 @@ caller's environment and directory, so its answers are the same; it is only fast
 * An event that runs past its deadline is answered as in a hook process (fail-safe); the
   daemon then stops taking events, answers those it has, and exits, since the unfinished work
   may hold a lock, as a hook process would.
+* Everything slow happens before it listens: the engine's imports, the store of the
+  environment it was started with (``antiloop.hooks.pool``: stores stay open, one per URL) and
+  the default embedder's model. An event never waits for them; until the daemon listens, hooks
+  answer in their own process.
+* ``antiloop install`` and ``antiloop doctor`` start it, as does the first hook event that
+  finds none.
 
     python -m antiloop.hooks.daemon --socket PATH [--idle SECONDS]
 """
@@ -30,10 +36,11 @@ import time
 from collections.abc import Mapping
 
 from antiloop._hook_client import PROTOCOL, socket_dir, socket_path
+from antiloop.hooks.pool import StorePool
 
 # The same os-level paths as antiloop._hook_client, the caller's side.
 
-__all__ = ["Daemon", "decode_request", "start_in_background"]
+__all__ = ["Daemon", "decode_request", "ensure_running", "start_in_background", "warm_up"]
 
 IDLE_SECONDS = 900.0
 _STARTING_GRACE = 10.0  # a start marker younger than this means another process is starting it
@@ -71,6 +78,30 @@ def start_in_background(env: Mapping[str, str] | None = None) -> bool:
         return True
     except Exception:  # the hook has answered; a daemon is only a speed-up
         return False
+
+
+def ensure_running(env: Mapping[str, str] | None = None, wait: float = 20.0) -> str:
+    """Start this installation's daemon unless it runs; wait until it answers (``install``).
+
+    Returns one line for the person: where it runs, or why it does not (the first hook event
+    then starts it).
+    """
+    env = os.environ if env is None else env
+    from antiloop._hook_client import enabled
+
+    if not enabled(env):
+        return "the hook daemon is off (ANTILOOP_HOOKD=0): each event is judged in its process"
+    path = socket_path(env)
+    if answers(path):
+        return f"the hook daemon runs, on {path}"
+    if not start_in_background(env) and not os.path.exists(path + ".starting"):
+        return f"the hook daemon could not be started; the first hook event starts it ({path})"
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if answers(path):
+            return f"the hook daemon runs, on {path}"
+        time.sleep(0.05)
+    return f"the hook daemon is still starting; the first hook event uses it once ready ({path})"
 
 
 def _inherited_fds() -> list[int]:
@@ -190,8 +221,11 @@ class _Sources:
 class Daemon:
     """Accepts connections on ``path`` and answers each in a thread of its own."""
 
-    def __init__(self, path: str, idle: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self, path: str, idle: float = IDLE_SECONDS, pool: StorePool | None = None
+    ) -> None:
         self.path = path
+        self.pool = StorePool() if pool is None else pool
         self.idle = idle
         self.last = time.monotonic()
         self._sources = _Sources()
@@ -245,6 +279,8 @@ class Daemon:
             listener.close()
             for worker in list(self._active):
                 worker.join(60)
+            if not self.abandoned:  # overrun work may still use a store
+                self.pool.close()
 
     def _idle(self) -> bool:
         with self._lock:
@@ -289,7 +325,11 @@ class Daemon:
             return
         from antiloop.hooks.runner import run_hook
 
-        answer = run_hook(agent, event, env=caller_env(env, cwd), config_path=config)
+        env = caller_env(env, cwd)
+        store = self.pool.get(env)
+        answer = run_hook(agent, event, env=env, config_path=config, store=store)
+        if answer.failed and store is not None:
+            self.pool.drop(env)  # the next event opens it afresh
         out, err = answer.stdout.encode(), answer.stderr.encode()
         conn.sendall(b"ok %d %d %d\n" % (answer.code, len(out), len(err)) + out + err)
         if not answer.finished:
@@ -344,23 +384,38 @@ def main(argv: list[str] | None = None) -> int:
     share_embedders()
     daemon = Daemon(ns.socket, idle)
     try:
+        warm_up(daemon.pool, os.environ)
         bound = daemon.bind()
     finally:
         with contextlib.suppress(OSError):
             os.unlink(ns.socket + ".starting")
     if bound:
-        _warm_up()
         daemon.serve_forever()
         if daemon.abandoned:
             os._exit(0)  # do not wait for the overrun work, nor let it keep a lock
     return 0
 
 
-def _warm_up() -> None:
-    """Import what every event needs now, not while the first caller waits."""
+def warm_up(pool: StorePool, env: Mapping[str, str]) -> None:
+    """Before listening: import what every event needs, open the store, load the model.
+
+    Nothing here may keep the daemon from starting: a store that cannot be opened is opened
+    (and its error reported) by the events; a model that cannot be loaded is the events' too.
+    """
     import antiloop.hooks.handler
     import antiloop.hooks.render
     import antiloop.hooks.runner  # noqa: F401
+
+    pool.get(env)
+    if env.get("ANTILOOP_HOOKD_MODEL", "1").strip().lower() in ("0", "off", "no", "false"):
+        return
+    try:
+        from antiloop.embed import get_embedder
+        from antiloop.hooks.config import HookConfig
+
+        get_embedder(HookConfig().guard_config().embedder).embed(["antiloop"])
+    except Exception:  # noqa: S110 - the first Stop loads it, and reports what went wrong
+        pass
 
 
 if __name__ == "__main__":

@@ -147,6 +147,8 @@ def diagnose(
     else:
         checks.append(Check("entries", True, f"all {len(wanted)} events: {', '.join(wanted)}"))
     checks.extend(_switches(agent, data))
+    if agent == "claude-code":
+        checks.append(on_failure_check(data))
     project = project_of(agent, path, cwd, env)
     checks.extend(trust_checks(agent, path, project, env))
     if len(commands) > 1:
@@ -162,7 +164,7 @@ def diagnose(
     checks.append(_store(env))
     checks.append(permissions_check(env))
     checks.append(_config(hook_env, str(project), _config_option(command)))
-    checks.append(daemon_check(env))
+    checks.append(daemon_check(env, start=run and not installer.is_url(command)))
     return checks
 
 
@@ -313,10 +315,31 @@ def _is_project(agent: str, path: Path, env: Mapping[str, str] | None = None) ->
     return path.resolve() != user.resolve()
 
 
-def daemon_check(env: Mapping[str, str]) -> Check:
-    """The hook daemon of this installation: off, running, or started by the next event."""
+def on_failure_check(data: Mapping[str, Any]) -> Check:
+    """Claude Code's ``onFailure`` of antiloop's handlers (``install --on-failure``)."""
+    mode = installer.on_failure_of(data, "claude-code")
+    if mode == "block":
+        handlers = [h for hs in installer.find_ours(data, "claude-code").values() for h in hs]
+        if not all(h.get("onFailure") == "block" for h in handlers):
+            return Check("on failure", None, "block on some events only: reinstall")
+        return Check(
+            "on failure",
+            True,
+            'block: Claude Code blocks the action when the hook fails ("onFailure": "block"; '
+            "2.1.295 or later), and antiloop fails closed",
+        )
+    return Check(
+        "on failure",
+        True,
+        "allow: a failure of the hook lets the action go on, with a message "
+        "(antiloop install claude-code --on-failure block to block instead)",
+    )
+
+
+def daemon_check(env: Mapping[str, str], start: bool = False) -> Check:
+    """The hook daemon of this installation: off, running, or started (``start``) now."""
     from antiloop._hook_client import enabled, private, socket_dir, socket_path
-    from antiloop.hooks.daemon import answers
+    from antiloop.hooks.daemon import answers, ensure_running
 
     if not enabled(env):
         return Check("daemon", True, "off (ANTILOOP_HOOKD=0): each event is judged in its process")
@@ -327,6 +350,9 @@ def daemon_check(env: Mapping[str, str]) -> Check:
         )
     if answers(path):
         return Check("daemon", True, f"running, on {path}")
+    if start:
+        said = ensure_running(env)
+        return Check("daemon", True if "runs" in said else None, f"started now: {said}")
     return Check("daemon", True, f"not running; the next hook event starts it ({path})")
 
 
@@ -345,7 +371,7 @@ def _switches(agent: str, data: Mapping[str, Any]) -> list[Check]:
 
 def _resolve(command: str, env: Mapping[str, str] | None = None) -> Check:
     try:
-        argv = shlex.split(command)
+        argv = installer.client_of(command)
     except ValueError as exc:
         return Check("command", False, f"{command!r} does not parse as a shell line: {exc}")
     if not argv:

@@ -363,6 +363,7 @@ def normalize(dialect: str, payload: Mapping[str, Any]) -> HookEvent:
             "tool_use_id",
             "turn_id",
             "trigger",
+            "timestamp",
         )
         if isinstance(payload.get(k), str | int | float)
     }

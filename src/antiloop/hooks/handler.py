@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from antiloop.stores import Store
     from antiloop.verdict import Verdict
 
-__all__ = ["TURN_END", "HookHandler", "Outcome", "hook_detector"]
+__all__ = ["TURN_END", "HookHandler", "Outcome", "event_id", "hook_detector"]
 
 TURN_END = "antiloop:turn-end"
 """The tool name of the step a Stop records: the agent's last message, no call."""
@@ -109,6 +109,24 @@ def file_state(path: str, cwd: str | None = None) -> FileState:
         except OSError:
             digest = None
     return FileState(sha256=digest, mtime=info.st_mtime)
+
+
+def event_id(event: HookEvent) -> str | None:
+    """An id for a call the agent gives none (Gemini CLI): its session, time and call.
+
+    Gemini stamps each event with the time in milliseconds, so one event sent twice (a hook
+    daemon that failed and the hook's own process) has one id, and a call made again later has
+    another. None without a time.
+    """
+    stamp = event.detail.get("timestamp")
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    import json
+
+    call = json.dumps(
+        [event.session, event.agent, event.tool, event.args], sort_keys=True, default=str
+    )
+    return f"{stamp}#{hashlib.sha256(call.encode()).hexdigest()[:16]}"
 
 
 class HookHandler:
@@ -251,7 +269,7 @@ class HookHandler:
             exit_code=event.exit_code,
             file_states=states,
             cwd=event.cwd,
-            id=step_id(event.detail.get("tool_use_id")),  # a call delivered twice is judged once
+            id=step_id(event.detail.get("tool_use_id")) or event_id(event),  # judged once
             tokens_in=tokens_in,
             tokens_out=tokens_out,
             cost_usd=cost,

@@ -10,9 +10,15 @@ codex           ``~/.codex/hooks.json``              ``.codex/hooks.json``
                 (``$CODEX_HOME``)
 ==============  ===================================  =====================================
 
-Each event gets a matcher group of its own, holding one handler whose command is
-``<path>/antiloop hook <agent>``; that command is how "ours" is recognised, so every other
-setting and hook is kept as it is. Installing twice changes nothing; installing with another
+Each event gets a matcher group of its own, holding one handler whose command names the hook
+client by its absolute path, so it runs whatever the agent's ``PATH``: the native
+``<bin>/antiloop-hook <agent>`` when it was built, else ``<bin>/antiloop hook <agent>``. On
+POSIX the command first checks that the client is there: a client that is gone (a removed
+environment, a teammate's machine) answers "nothing was checked" instead of the shell's exit
+127, which Gemini CLI takes for a refusal of the whole run. That command is how "ours" is
+recognised, so every other setting and hook is kept as it is. Claude Code's ``onFailure``
+(``--on-failure block``) is written into each handler and kept by later installs.
+Installing twice changes nothing; installing with another
 command replaces ours. Before the first change the file is copied to
 ``<name>.antiloop.bak``. Uninstalling removes our handlers (and the groups, event lists and
 ``hooks`` object they alone made up); when what is left equals that backup, the backup's bytes
@@ -37,12 +43,17 @@ from antiloop.errors import ConfigError
 __all__ = [
     "AGENTS",
     "BACKUP_SUFFIX",
+    "NATIVE",
+    "ON_FAILURE",
     "InstallResult",
+    "client_argv",
+    "client_of",
     "default_command",
     "find_ours",
     "hook_entries",
     "install",
     "is_ours",
+    "on_failure_of",
     "settings_path",
     "uninstall",
 ]
@@ -138,24 +149,73 @@ def settings_path(
     return (Path(home).expanduser() if home else user_home / ".codex") / "hooks.json"
 
 
-def default_command(agent: str, executable: str | None = None, *, shared: bool = False) -> str:
-    """The command line an agent runs: this installation's ``antiloop hook <agent>``.
+NATIVE = "antiloop-hook"
+"""The native hook client's name, beside the interpreter (``make``, the wheel's build hook)."""
 
-    For settings of this machine (user, local) the ``antiloop`` script beside the running
-    interpreter is named by its absolute path, so the hook works whatever the agent's PATH;
-    without one, ``<python> -m antiloop`` is used. Settings a team shares (``shared``, the
-    project scope) carry no machine path: ``antiloop hook <agent>``, found on the PATH.
+
+def client_argv(agent: str, executable: str | None = None, *, native: bool = True) -> list[str]:
+    """The hook client of this installation, by absolute paths, with its arguments.
+
+    The native ``antiloop-hook`` beside the interpreter when it is there (and ``native``),
+    else the ``antiloop`` script beside it, else ``<python> -m antiloop``.
     """
     _check_agent(agent)
-    if shared:
-        return f"antiloop hook {agent}"
-    python = Path(executable or sys.executable)
+    python = Path(executable or sys.executable).absolute()
+    client = python.with_name(NATIVE)
+    if native and os.name != "nt" and client.is_file() and os.access(client, os.X_OK):
+        return [str(client), agent]
     script = python.with_name("antiloop.exe" if os.name == "nt" else "antiloop")
     if script.is_file():
-        base = shlex.quote(str(script))
-    else:
-        base = f"{shlex.quote(str(python))} -m antiloop"
-    return f"{base} hook {agent}"
+        return [str(script), "hook", agent]
+    return [str(python), "-m", "antiloop", "hook", agent]
+
+
+def default_command(
+    agent: str,
+    executable: str | None = None,
+    *,
+    on_failure: str | None = None,
+    native: bool = True,
+) -> str:
+    """The command line an agent runs: this installation's hook client, by its absolute path.
+
+    On POSIX the line checks that the client is there; if it is gone it prints a JSON
+    ``systemMessage`` saying nothing was checked and exits 0, so the agent goes on (the shell's
+    127 would make Gemini CLI refuse the run). With ``on_failure="block"`` (Claude Code's
+    ``onFailure``) the line is the client alone, and antiloop fails closed (``--fail closed``):
+    a client that is gone, or any failure of antiloop, blocks.
+    """
+    argv = client_argv(agent, executable, native=native)
+    if on_failure == "block":
+        argv.extend(("--fail", "closed"))
+    line = " ".join(shlex.quote(a) for a in argv)
+    if os.name == "nt" or on_failure == "block":
+        return line
+    program = shlex.quote(argv[0])
+    notice = json.dumps(
+        {
+            "systemMessage": f"antiloop: {argv[0]} is missing, so nothing was checked: "
+            f"reinstall antiloop, or run antiloop install {agent} again"
+        }
+    )
+    return f"[ -x {program} ] && exec {line} ; echo {shlex.quote(notice)}"
+
+
+def client_of(command: str) -> list[str]:
+    """The client's argv in a hook command line (inside the check ``default_command`` adds).
+
+    Raises:
+        ValueError: the line does not parse as a shell line.
+    """
+    argv = shlex.split(command)
+    if argv[:2] == ["[", "-x"] and "exec" in argv:
+        rest = argv[argv.index("exec") + 1 :]
+        return rest[: rest.index(";")] if ";" in rest else rest
+    return argv
+
+
+ON_FAILURE = ("block", "allow")
+"""``--on-failure``: Claude Code's ``onFailure`` of antiloop's handlers (allow: its default)."""
 
 
 #: Claude Code events that take no HTTP hooks ("HTTP hooks are not supported for SessionStart")
@@ -168,9 +228,15 @@ def events_for(agent: str, command: str) -> list[str]:
     return [e for e in EVENTS[agent] if not (is_url(command) and e in NO_HTTP)]
 
 
-def hook_entries(agent: str, command: str) -> dict[str, dict[str, Any]]:
-    """Event -> the matcher group ``install`` adds for it."""
+def hook_entries(
+    agent: str, command: str, on_failure: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """Event -> the matcher group ``install`` adds for it (``on_failure``: Claude Code's)."""
     _check_agent(agent)
+    if on_failure not in (None, *ON_FAILURE):
+        raise ConfigError(f"--on-failure must be block or allow, not {on_failure!r}")
+    if on_failure is not None and agent != "claude-code":
+        raise ConfigError("--on-failure is Claude Code's onFailure; other agents have none")
     groups: dict[str, dict[str, Any]] = {}
     wanted = events_for(agent, command)
     for event, matcher in EVENTS[agent].items():
@@ -185,6 +251,8 @@ def hook_entries(agent: str, command: str) -> dict[str, dict[str, Any]]:
             handler = {"name": "antiloop", **handler, "timeout": TIMEOUT_SECONDS * 1000}
         else:
             handler["timeout"] = TIMEOUT_SECONDS
+        if on_failure == "block":
+            handler["onFailure"] = "block"
         group: dict[str, Any] = {} if matcher is None else {"matcher": matcher}
         group["hooks"] = [handler]
         groups[event] = group
@@ -229,7 +297,9 @@ def is_ours(handler: object, agent: str) -> bool:
     pattern = _OURS.get(agent)
     if pattern is None:
         pattern = _OURS[agent] = re.compile(
-            r"(?:^|[\s/\\\"'])antiloop(?:\.exe)?[\"']?\s+hook\s+" + re.escape(agent) + r"(?:\s|$)"
+            r"(?:^|[\s/\\\"'])antiloop(?:(?:\.exe)?[\"']?\s+hook|-hook[\"']?)\s+"
+            + re.escape(agent)
+            + r"(?:\s|$)"
         )
     return pattern.search(command) is not None
 
@@ -365,24 +435,44 @@ def _without_ours(data: dict[str, Any], agent: str) -> tuple[dict[str, Any], lis
     return out, touched
 
 
+def on_failure_of(data: Mapping[str, Any], agent: str) -> str | None:
+    """Claude Code's ``onFailure`` of our handlers: ``block``, ``allow`` (none), or None.
+
+    None when there are no handlers of ours.
+    """
+    handlers = [h for hs in find_ours(data, agent).values() for h in hs]
+    if not handlers:
+        return None
+    return "block" if any(h.get("onFailure") == "block" for h in handlers) else "allow"
+
+
 def install(
-    agent: str, path: Path, command: str | None = None, *, backup: bool = True
+    agent: str,
+    path: Path,
+    command: str | None = None,
+    *,
+    backup: bool = True,
+    on_failure: str | None = None,
 ) -> InstallResult:
     """Merge our hook entries into ``path``; idempotent; keeps every other setting and hook.
+
+    ``on_failure`` (Claude Code): ``block`` or ``allow``; None keeps what the file has.
 
     Raises:
         ConfigError: the file is not a JSON object, or its ``hooks`` is not one.
     """
     _check_agent(agent)
-    command = command or default_command(agent)
     raw, data = _read(path)
+    if on_failure is None and agent == "claude-code":
+        on_failure = on_failure_of(data, agent) if isinstance(data.get("hooks"), dict) else None
+    command = command or default_command(agent, on_failure=on_failure)
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise ConfigError(f"{path}: 'hooks' is a {type(hooks).__name__}, not an object")
     for event in EVENTS[agent]:
         if event in hooks and not isinstance(hooks[event], list):
             raise ConfigError(f"{path}: hooks.{event} is not a list; antiloop leaves it as it is")
-    wanted = hook_entries(agent, command)
+    wanted = hook_entries(agent, command, on_failure)
     present = find_ours(data, agent)
     if set(present) == set(wanted) and all(present[e] == wanted[e]["hooks"] for e in wanted):
         return InstallResult(path, changed=False, backup=_existing_backup(path))

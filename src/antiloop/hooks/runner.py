@@ -56,12 +56,14 @@ class HookAnswer:
         code: the exit status: 0, or 2 for unreadable input under ``ANTILOOP_FAIL=closed``.
         finished: False when the deadline passed with the work still running (the process
             should then exit at once, dropping the worker).
+        failed: the event could not be judged (the answer says so).
     """
 
     stdout: str = ""
     stderr: str = ""
     code: int = 0
     finished: bool = True
+    failed: bool = False
 
 
 def _dump(answer: Mapping[str, Any] | None) -> str:
@@ -84,7 +86,8 @@ def run_hook(
         data: the hook's stdin.
         env: the environment (``ANTILOOP_STORE``, ``ANTILOOP_FAIL``, ``ANTILOOP_CONFIG``...).
         config_path: ``--config``.
-        store: a Store or URL instead of ``ANTILOOP_STORE`` (tests).
+        store: a Store or URL instead of ``ANTILOOP_STORE`` (the hook daemon's open store,
+            tests); a Store given is the caller's: it is not closed here.
         deadline: seconds instead of the configured deadline.
     """
     env = os.environ if env is None else env
@@ -131,6 +134,8 @@ def _run(
     limit = _deadline(deadline, env, config, event)
     box: dict[str, Any] = {}
 
+    borrowed = store is not None and not isinstance(store, str)
+
     def work() -> None:
         from antiloop.hooks.handler import HookHandler
 
@@ -147,7 +152,8 @@ def _run(
             box["error"] = exc
         finally:
             try:
-                handler.close()
+                if not borrowed:
+                    handler.close()
                 if telemetry is not None:
                     telemetry.flush(_export_limit(limit))
             except Exception as exc:
@@ -158,7 +164,7 @@ def _run(
     worker.join(limit)
     if worker.is_alive():
         answer = _failed(event, f"no answer within the hook's deadline of {limit:g} s", fail)
-        return HookAnswer(answer.stdout, answer.stderr, answer.code, finished=False)
+        return replace(answer, finished=False)
     if "error" in box:
         return _failed(event, _describe(box["error"]), fail)
     from antiloop.hooks.render import render
@@ -248,7 +254,7 @@ def _failed(event: HookEvent, problem: str, fail: str) -> HookAnswer:
     else:
         outcome = Outcome("warn", notice=f"antiloop: {problem}; this {event.name} was not checked.")
     line = f"antiloop hook {event.dialect} {event.name}: {problem}\n"
-    return HookAnswer(_dump(render(event, outcome)), line, 0)
+    return HookAnswer(_dump(render(event, outcome)), line, 0, failed=True)
 
 
 def _unknown_shape(
@@ -328,6 +334,7 @@ def _unreadable(problem: str, fail: str) -> HookAnswer:
     """The answer when the input cannot be read as an event at all."""
     line = f"antiloop hook: {problem}\n"
     if fail == "closed":
-        return HookAnswer("", line + "antiloop hook: ANTILOOP_FAIL=closed: blocking.\n", 2)
+        blocking = line + "antiloop hook: ANTILOOP_FAIL=closed: blocking.\n"
+        return HookAnswer("", blocking, 2, failed=True)
     notice = {"systemMessage": f"antiloop: {problem}; nothing was checked."}
-    return HookAnswer(_dump(notice), line, 0)
+    return HookAnswer(_dump(notice), line, 0, failed=True)
