@@ -5,8 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test sysdeps clis litellm crewai lint typecheck unit conformance compiled unit-compiled \
-  bench mutation clean
+.PHONY: demo test sysdeps clis native litellm crewai lint typecheck unit conformance compiled \
+  unit-compiled bench mutation clean
 
 # The real agent CLIs the hook tests drive (tests/hooks/test_real_clis.py), pinned, installed
 # once into an ignored folder. Without npm the tests skip with the reason (and fail under CI=true).
@@ -18,7 +18,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/python -m antiloop.hooks.native
 	touch $(STAMP)
+
+# The native hook client (src/antiloop/hooks/native), beside the venv's antiloop, when a C
+# compiler is there; `antiloop install` then writes it into the agents' settings.
+NATIVE := $(BIN)/antiloop-hook
+
+native: $(NATIVE)
+
+$(NATIVE): src/antiloop/hooks/native/antiloop_hook.c | $(STAMP)
+	$(BIN)/python -m antiloop.hooks.native --out $@
 
 # The demo needs only antiloop and its model: a venv of its own unless the test venv is there.
 DEMO_STAMP := $(VENV)/.demo-installed
@@ -31,7 +41,7 @@ $(DEMO_STAMP): pyproject.toml
 demo: $(DEMO_STAMP)
 	$(BIN)/antiloop demo
 
-test: $(STAMP) sysdeps clis litellm crewai lint typecheck unit conformance unit-compiled
+test: $(STAMP) sysdeps clis native litellm crewai lint typecheck unit conformance unit-compiled
 
 clis: $(CLIS_STAMP)
 
@@ -71,8 +81,12 @@ $(CLIS_STAMP): Makefile
 	else echo "note: npm is missing; the real agent CLI tests will skip"; fi
 
 # Debian's chromium for the browser tests (Playwright drives it; nothing is downloaded at run
-# time). Installed when missing and we may use apt-get; elsewhere those tests skip with a reason.
+# time), and acl (tests/hooks/test_real_failures.py lets its user reach the interpreter). Installed when missing and we may use apt-get; elsewhere those tests skip with a reason.
 sysdeps:
+	@if [ ! -x /usr/bin/setfacl ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing acl (the hook tests run an agent as another user)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq acl >/dev/null || true; \
+	fi
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Debian's chromium for the browser tests"; \

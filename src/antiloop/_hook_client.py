@@ -144,6 +144,19 @@ def answer_by_daemon(agent: str, config: str | None) -> Asked:
         return Asked(data=data)
 
 
+def handed_on() -> Asked | None:
+    """The event handed on by the native client after its daemon failed it, else None.
+
+    ``antiloop-hook`` sets ``ANTILOOP_HOOKD_PROBLEM`` when the daemon took the event and gave
+    no answer (it has taken that daemon out of the way): the event is judged in this process,
+    and a new daemon started, without asking the daemon again.
+    """
+    problem = os.environ.pop("ANTILOOP_HOOKD_PROBLEM", None)
+    if not problem:
+        return None
+    return Asked(data=read_stdin(), start=enabled(os.environ), problem=problem)
+
+
 def read_stdin() -> bytes:
     """The event on stdin; empty when there is none or it cannot be read (an answer says so)."""
     stdin = sys.stdin

@@ -107,9 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     hook = _hook_call(args)
     if hook is not None:
-        from antiloop._hook_client import answer_by_daemon
+        from antiloop._hook_client import answer_by_daemon, handed_on
 
-        asked = answer_by_daemon(*hook)
+        asked = handed_on() or answer_by_daemon(*hook)
         if asked.code is not None:
             return asked.code
         from antiloop.commands.hook import answer

@@ -14,13 +14,29 @@ Every request body is kept (``requests``) so a test can read what the model was 
 from __future__ import annotations
 
 import json
+import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 __all__ = ["Call", "Hosted", "ModelServer", "Say"]
+
+
+def _bind(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1: a free port of ``ANTILOOP_TEST_PORTS`` (``FIRST-LAST``), if set
+    (a machine whose users share port ranges), else any free port."""
+    span = os.environ.get("ANTILOOP_TEST_PORTS", "")
+    first, _, last = span.partition("-")
+    if first.isdigit() and last.isdigit():
+        for port in range(int(first), int(last) + 1):
+            try:
+                return ThreadingHTTPServer(("127.0.0.1", port), handler)
+            except OSError:
+                continue
+        raise OSError(f"no free port in ANTILOOP_TEST_PORTS={span}")
+    return ThreadingHTTPServer(("127.0.0.1", 0), handler)
 
 
 @dataclass(frozen=True)
@@ -85,11 +101,14 @@ class ModelServer:
         protocol: the wire format.
         script: the moves of the main conversation, in order.
         tool: a tool name that marks the agent's main request (side requests lack it).
+        on_main: called with the number of tool results before a main request is answered
+            (a test's fault goes in there, between two tool calls).
     """
 
     protocol: str
     script: Sequence[Move]
     tool: str
+    on_main: Callable[[int], None] | None = None
     requests: list[Seen] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
@@ -137,7 +156,7 @@ class ModelServer:
                     outer.errors.append(f"{type(exc).__name__}: {exc}")
                     self.send_error(500, str(exc))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _bind(Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -157,6 +176,8 @@ class ModelServer:
             self.requests.append(Seen(path, body, main, results, self.protocol))
         move: Move = Say("ok")
         if main:
+            if self.on_main is not None:
+                self.on_main(results)
             move = self.script[results] if results < len(self.script) else Say("done")
         if self.protocol == "anthropic":
             if "count_tokens" in path:

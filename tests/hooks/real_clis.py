@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,10 +111,15 @@ class Ran:
 
 @dataclass
 class CliProject:
-    """A temporary HOME and project directory for one CLI, with antiloop on the PATH."""
+    """A temporary HOME and project directory for one CLI, with antiloop on the PATH.
+
+    ``user``: run antiloop and the CLI as this user (``setpriv``; the caller is root), the
+    directories made theirs.
+    """
 
     cli: str
     root: Path
+    user: str | None = None
     home: Path = field(init=False)
     project: Path = field(init=False)
     env: dict[str, str] = field(init=False)
@@ -138,12 +143,33 @@ class CliProject:
             ANTILOOP_HOOKD_DIR=str(self.root / "run"),
             NO_COLOR="1",
         )
-        subprocess.run(["git", "init", "-q"], cwd=self.project, check=True, env=self.env)
+        if self.user is not None:
+            self.env.update(USER=self.user, LOGNAME=self.user)
+            (self.root / "run").mkdir(mode=0o700)
+            subprocess.run(["chown", "-R", f"{self.user}:", str(self.root)], check=True)
+        subprocess.run(self._as(["git", "init", "-q"]), cwd=self.project, check=True, env=self.env)
+
+    def own(self) -> None:
+        """Give what the test wrote as root to ``user`` (nothing without one)."""
+        if self.user is not None:
+            subprocess.run(["chown", "-R", f"{self.user}:", str(self.home)], check=True)
+
+    def _as(self, argv: list[str]) -> list[str]:
+        """``argv`` run as ``user`` (its uid, gid and groups; the environment as given)."""
+        if self.user is None:
+            return argv
+        return ["setpriv", f"--reuid={self.user}", f"--regid={self.user}", "--init-groups", *argv]
+
+    def without_antiloop_on_the_path(self) -> None:
+        """The CLI's PATH holds node and the system, not antiloop's directory."""
+        node = shutil.which("node")
+        path = [*([str(Path(node).parent)] if node else []), "/usr/bin", "/bin"]
+        self.env["PATH"] = os.pathsep.join(p for p in dict.fromkeys(path) if p != str(VENV_BIN))
 
     def antiloop(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run ``antiloop ARGS`` in the project, as the person would."""
         return subprocess.run(
-            [str(VENV_BIN / "antiloop"), *args],
+            self._as([str(VENV_BIN / "antiloop"), *args]),
             cwd=self.project,
             env=self.env,
             capture_output=True,
@@ -169,6 +195,7 @@ class CliProject:
             folders = self.home / ".gemini" / "trustedFolders.json"
             folders.parent.mkdir(parents=True, exist_ok=True)
             folders.write_text(json.dumps({str(self.project): "TRUST_FOLDER"}))
+            self.own()
 
     def _cli_config(self, model: ModelServer) -> None:
         if self.cli == "codex":
@@ -192,12 +219,20 @@ class CliProject:
             settings.write_text(json.dumps(data))
 
     def run(
-        self, script: Sequence[Move], prompt: str = "please do the task", extra: Sequence[str] = ()
+        self,
+        script: Sequence[Move],
+        prompt: str = "please do the task",
+        extra: Sequence[str] = (),
+        on_main: Callable[[int], None] | None = None,
     ) -> Ran:
-        """Run the CLI headless once against a scripted model playing ``script``."""
+        """Run the CLI headless once against a scripted model playing ``script``.
+
+        ``on_main(results)`` runs before the model answers a main request (a test's fault).
+        """
         exe = binary(self.cli)
-        with ModelServer(PROTOCOL[self.cli], script, SHELL_TOOL[self.cli]) as model:
+        with ModelServer(PROTOCOL[self.cli], script, SHELL_TOOL[self.cli], on_main) as model:
             self._cli_config(model)
+            self.own()
             env = dict(self.env)
             if self.cli == "claude":
                 env.update(
@@ -217,7 +252,7 @@ class CliProject:
                 argv += ["--allowed-tools", "run_shell_command", "--output-format", "json"]
             started = time.perf_counter()
             proc = subprocess.run(
-                [*argv, *extra],
+                self._as([*argv, *extra]),
                 cwd=self.project,
                 env=env,
                 stdin=subprocess.DEVNULL,

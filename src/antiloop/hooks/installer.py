@@ -14,8 +14,9 @@ Each event gets a matcher group of its own, holding one handler whose command na
 client by its absolute path, so it runs whatever the agent's ``PATH``: the native
 ``<bin>/antiloop-hook <agent>`` when it was built, else ``<bin>/antiloop hook <agent>``. On
 POSIX the command first checks that the client is there: a client that is gone (a removed
-environment, a teammate's machine) answers "nothing was checked" instead of the shell's exit
-127, which Gemini CLI takes for a refusal of the whole run. That command is how "ours" is
+environment, a teammate's machine) says "nothing was checked" and exits 1 (a hook error that
+lets the action go on) instead of the shell's exit 127, which Gemini CLI takes for a refusal
+of the whole run. That command is how "ours" is
 recognised, so every other setting and hook is kept as it is. Claude Code's ``onFailure``
 (``--on-failure block``) is written into each handler and kept by later installs.
 Installing twice changes nothing; installing with another
@@ -179,9 +180,9 @@ def default_command(
 ) -> str:
     """The command line an agent runs: this installation's hook client, by its absolute path.
 
-    On POSIX the line checks that the client is there; if it is gone it prints a JSON
-    ``systemMessage`` saying nothing was checked and exits 0, so the agent goes on (the shell's
-    127 would make Gemini CLI refuse the run). With ``on_failure="block"`` (Claude Code's
+    On POSIX the line checks that the client is there; if it is gone it says on stderr that
+    nothing was checked and exits 1, which every agent takes for a hook error that lets the
+    action go on (the shell's 127 would make Gemini CLI refuse the whole run). With ``on_failure="block"`` (Claude Code's
     ``onFailure``) the line is the client alone, and antiloop fails closed (``--fail closed``):
     a client that is gone, or any failure of antiloop, blocks.
     """
@@ -192,13 +193,11 @@ def default_command(
     if os.name == "nt" or on_failure == "block":
         return line
     program = shlex.quote(argv[0])
-    notice = json.dumps(
-        {
-            "systemMessage": f"antiloop: {argv[0]} is missing, so nothing was checked: "
-            f"reinstall antiloop, or run antiloop install {agent} again"
-        }
+    notice = (
+        f"antiloop: {argv[0]} is missing, so nothing was checked: reinstall antiloop, or run "
+        f"antiloop install {agent} again"
     )
-    return f"[ -x {program} ] && exec {line} ; echo {shlex.quote(notice)}"
+    return f"[ -x {program} ] && exec {line} ; echo {shlex.quote(notice)} >&2 ; exit 1"
 
 
 def client_of(command: str) -> list[str]:

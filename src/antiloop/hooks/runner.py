@@ -6,9 +6,10 @@ times out or exits 1 lets the call through, and exit 2 blocks it. So:
 * the work runs in a worker thread and the answer is given by the **deadline** (``[hooks]
   deadline``, ``ANTILOOP_HOOK_DEADLINE``; 10 s by default, 1 s for SessionEnd, whose budget is
   1.5 s), well before the agent's own timeout (the installer sets 30 s);
-* an internal error (a broken store, a bad config, a bug, the deadline) never blocks silently
-  and never exits 1: the answer is exit 0 with a ``systemMessage`` naming the problem, and the
-  same line on stderr;
+* an internal error (a broken store, a bad config, a bug, the deadline) never blocks silently:
+  the answer is exit 0 with a ``systemMessage`` naming the problem, and the same line on
+  stderr; at SessionEnd, exit 1 with the line on stderr (the one failure ``claude -p`` shows;
+  a session's end cannot be blocked);
 * with ``ANTILOOP_FAIL=closed`` (or ``[hooks] fail = "closed"``) an internal error **denies** a
   call about to run (PreToolUse, BeforeTool); after a call there is nothing left to deny, so the
   message is given as in open mode; input that cannot be read at all exits 2 with the reason on
@@ -244,9 +245,21 @@ def _describe(exc: BaseException) -> str:
 
 
 def _failed(event: HookEvent, problem: str, fail: str) -> HookAnswer:
-    """The answer when the guard could not judge ``event``."""
+    """The answer when the guard could not judge ``event``.
+
+    At the end of a session (SessionEnd, which nothing can block) the hook exits 1 with the
+    problem on stderr: Claude Code prints a failed SessionEnd hook's stderr even in ``claude
+    -p``, whose output shows no ``systemMessage``, so a run that went unchecked says so.
+    """
     from antiloop.hooks.handler import Outcome
     from antiloop.hooks.render import render
+
+    if event.kind == "end":
+        line = (
+            f"antiloop: {problem}; events of this session were not checked while this lasted "
+            "(antiloop doctor says why)\n"
+        )
+        return HookAnswer("", line, 1, failed=True)
 
     if fail == "closed" and event.kind == "pre":
         reason = f"antiloop could not check this call ({problem}); ANTILOOP_FAIL=closed refuses it."
