@@ -182,9 +182,10 @@ def default_command(
 
     On POSIX the line checks that the client is there; if it is gone it says on stderr that
     nothing was checked and exits 1, which every agent takes for a hook error that lets the
-    action go on (the shell's 127 would make Gemini CLI refuse the whole run). With ``on_failure="block"`` (Claude Code's
-    ``onFailure``) the line is the client alone, and antiloop fails closed (``--fail closed``):
-    a client that is gone, or any failure of antiloop, blocks.
+    action go on (the shell's 127 would make Gemini CLI refuse the whole run). With
+    ``on_failure="block"`` (Claude Code's ``onFailure``) the line is the client alone, and
+    antiloop fails closed (``--fail closed``): a client that is gone, or any failure of
+    antiloop, blocks.
     """
     argv = client_argv(agent, executable, native=native)
     if on_failure == "block":
