@@ -26,6 +26,7 @@ def test_a_good_installation_passes_every_check(tmp_path: Path, env: dict[str, s
     assert _findings(checks) == {
         "settings": True,
         "entries": True,
+        "on failure": True,
         "command": True,
         "dry run": True,
         "store": True,

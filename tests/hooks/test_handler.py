@@ -270,7 +270,7 @@ def test_gemini_answers_in_its_dialect(call: Call) -> None:
     """A repeat's reason replaces the repeated result; BeforeTool denies with decision."""
     after = GEMINI_EVENTS["AfterTool"] | {"session_id": "gem"}
     assert call(after, "gemini") is None
-    second = call(after, "gemini")
+    second = call(after | {"timestamp": "2026-01-01T00:00:09Z"}, "gemini")  # called again
     assert second is not None
     assert second["decision"] == "deny"  # Gemini would HTML-escape additionalContext
     assert "AGENT::main::" in second["reason"]

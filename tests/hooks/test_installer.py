@@ -226,8 +226,37 @@ def test_settings_paths(tmp_path: Path) -> None:
 
 
 def test_the_default_command_is_this_antiloop() -> None:
-    """The command names the antiloop script beside this interpreter by its absolute path."""
-    assert installer.default_command("claude-code") == f"{ANTILOOP} hook claude-code"
+    """The command names this installation's client by its absolute path, checked first."""
+    client = installer.client_argv("claude-code")
+    native = ANTILOOP.with_name("antiloop-hook")
+    if native.is_file():
+        assert client == [str(native), "claude-code"]
+    else:
+        assert client == [str(ANTILOOP), "hook", "claude-code"]
+    assert installer.client_argv("claude-code", native=False) == [
+        str(ANTILOOP),
+        "hook",
+        "claude-code",
+    ]
+    command = installer.default_command("claude-code", native=False)
+    assert command.startswith(f"[ -x {ANTILOOP} ] && exec {ANTILOOP} hook claude-code ; ")
+    assert installer.client_of(command) == [str(ANTILOOP), "hook", "claude-code"]
+    assert installer.is_ours({"command": command}, "claude-code")
+    block = installer.default_command("claude-code", native=False, on_failure="block")
+    assert block == f"{ANTILOOP} hook claude-code --fail closed"  # a missing client blocks
+
+
+def test_a_command_whose_client_is_gone_exits_1_saying_so(tmp_path: Path) -> None:
+    """The check before the client: gone, the line says so and exits 1 (never 127)."""
+    gone = tmp_path / "venv" / "bin" / "python"
+    for agent in installer.AGENTS:
+        command = installer.default_command(agent, executable=str(gone))
+        proc = subprocess.run(
+            ["sh", "-c", command], input=b"{}", capture_output=True, check=False, timeout=30
+        )
+        assert proc.returncode == 1
+        assert proc.stdout == b""
+        assert f"{gone} is missing, so nothing was checked".encode() in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -238,6 +267,8 @@ def test_the_default_command_is_this_antiloop() -> None:
         ("'/path with space/antiloop' hook claude-code", True),
         ("/usr/bin/python3 -m antiloop hook claude-code", True),
         ("antiloop hook codex", False),
+        ("/home/a/.venv/bin/antiloop-hook claude-code", True),
+        ("/home/a/.venv/bin/antiloop-hook codex", False),
         ("my-antiloop-wrapper hook claude-code", False),
         ("echo antiloop", False),
     ],
@@ -252,12 +283,16 @@ def test_the_install_command_line(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     path.write_text(SETTINGS)
     base = [str(ANTILOOP), "install", "claude-code", "--settings", str(path)]
-    done = subprocess.run(base, capture_output=True, text=True, check=True)
+    env = _quiet_env(tmp_path)
+    done = subprocess.run(base, capture_output=True, text=True, check=True, env=env)
     assert "added hooks for" in done.stdout
     assert "antiloop doctor" in done.stdout
-    again = subprocess.run(base, capture_output=True, text=True, check=True)
+    assert "the hook daemon is off" in done.stdout
+    again = subprocess.run(base, capture_output=True, text=True, check=True, env=env)
     assert "already installed" in again.stdout
-    undone = subprocess.run([*base, "--uninstall"], capture_output=True, text=True, check=True)
+    undone = subprocess.run(
+        [*base, "--uninstall"], capture_output=True, text=True, check=True, env=env
+    )
     assert "restored byte for byte" in undone.stdout
     assert path.read_text() == SETTINGS
 
@@ -289,16 +324,24 @@ def test_http_hooks_skip_the_events_that_take_none(tmp_path: Path) -> None:
     assert "SessionStart" in json.loads(path.read_text())["hooks"]
 
 
-def test_shared_settings_carry_no_machine_path(tmp_path: Path) -> None:
-    """install --project names antiloop by the PATH; --local and --user by its absolute path."""
-    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
-    env["HOME"] = str(tmp_path / "home")
+def _quiet_env(tmp_path: Path) -> dict[str, str]:
+    """A HOME of the test's, and no hook daemon started by ``install``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "ANTILOOP_"))}
+    return {**env, "HOME": str(tmp_path / "home"), "ANTILOOP_HOOKD": "0"}
+
+
+def test_every_scope_names_the_client_by_its_absolute_path(tmp_path: Path) -> None:
+    """--project, --local and --user all name this antiloop by its absolute path (whatever
+    the agent's PATH); --project says that another machine needs its own install."""
+    env = _quiet_env(tmp_path)
+    said = {}
     for flag in ("--project", "--local", "--user"):
-        subprocess.run(
+        said[flag] = subprocess.run(
             [str(ANTILOOP), "install", "claude-code", flag],
             cwd=tmp_path,
             env=env,
             capture_output=True,
+            text=True,
             check=True,
         )
     project = json.loads((tmp_path / ".claude" / "settings.json").read_text())
@@ -308,6 +351,68 @@ def test_shared_settings_carry_no_machine_path(tmp_path: Path) -> None:
         name: {h["command"] for gs in data["hooks"].values() for g in gs for h in g["hooks"]}
         for name, data in (("project", project), ("local", local), ("user", user))
     }
-    assert commands["project"] == {"antiloop hook claude-code"}
-    assert commands["local"] == commands["user"] == {f"{ANTILOOP} hook claude-code"}
-    assert str(ANTILOOP.parent) not in (tmp_path / ".claude" / "settings.json").read_text()
+    expected = {installer.default_command("claude-code")}
+    assert commands == {"project": expected, "local": expected, "user": expected}
+    assert "absolute path" in said["--project"].stderr
+    assert "absolute path" not in said["--user"].stderr
+
+
+def test_a_command_by_the_path_is_refused_in_one_line(tmp_path: Path) -> None:
+    """``--command`` naming its program by the PATH is refused: the agent's PATH is unknown."""
+    proc = subprocess.run(
+        [str(ANTILOOP), "install", "claude-code", "--project", "--command", "antiloop hook x"],
+        cwd=tmp_path,
+        env=_quiet_env(tmp_path),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "names its program by the PATH" in proc.stderr
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_on_failure_block_is_written_kept_and_shown(tmp_path: Path) -> None:
+    """--on-failure block: onFailure in every handler and the client failing closed; a later
+    install without the flag keeps it; --on-failure allow takes it out; doctor says which."""
+    from antiloop.hooks.doctor import diagnose
+
+    env = _quiet_env(tmp_path)
+    path = tmp_path / ".claude" / "settings.json"
+
+    def install(*extra: str) -> list[dict[str, Any]]:
+        subprocess.run(
+            [str(ANTILOOP), "install", "claude-code", "--project", *extra],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+        data = json.loads(path.read_text())
+        return [h for gs in data["hooks"].values() for g in gs for h in g["hooks"]]
+
+    def shown() -> str:
+        found = diagnose("claude-code", path, env=env, run=False)
+        return next(c.detail for c in found if c.name == "on failure")
+
+    assert all("onFailure" not in h for h in install())
+    assert shown().startswith("allow")
+    blocked = install("--on-failure", "block")
+    assert {h["onFailure"] for h in blocked} == {"block"}
+    assert all(h["command"].endswith("--fail closed") for h in blocked)
+    assert all(h["command"] == blocked[0]["command"] for h in blocked)
+    assert shown().startswith("block")
+    assert install() == blocked  # a reinstall keeps the choice
+    assert all("onFailure" not in h for h in install("--on-failure", "allow"))
+    assert shown().startswith("allow")
+    refused = subprocess.run(
+        [str(ANTILOOP), "install", "gemini", "--project", "--on-failure", "block"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert "Claude Code's onFailure" in refused.stderr
