@@ -35,6 +35,7 @@ from antiloop._hook_client import socket_path
 
 ANTILOOP = Path(sys.executable).with_name("antiloop")
 HOOK_TIMEOUT = 60.0
+REJUDGED = "judged in the hook's own process"  # the line of an event its daemon dropped
 KILL_DEADLINE = 120.0  # seconds the daemon agents go on waiting for ``min_kills``
 
 
@@ -184,6 +185,10 @@ def run_fleet(
                 check=False,
             )
             answer = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
+            # a daemon killed holding the event: judged again in the hook process, and said so
+            answer = "\n".join(
+                line for line in answer.splitlines() if not line.endswith(REJUDGED)
+            ).strip()
             with lock:
                 result.sent += 1
                 if proc.returncode == 0 and not answer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,8 @@ from antiloop.cli import _hook_call
         (["hook", "claude-code", "--config="], None),
         (["hook", "claude-code", "--config", "--help"], None),
         (["hook", "claude-code", "extra"], None),
+        (["hook", "claude-code", "--fail", "maybe"], None),
+        (["hook", "claude-code", "--config", "a", "--config", "b"], None),
         (["check", "x"], None),
         ([], None),
     ],
@@ -35,6 +38,22 @@ def test_the_plain_hook_forms_skip_the_parser(
 ) -> None:
     """Only the forms the installers write take the short way; the rest go to argparse."""
     assert _hook_call(args) == expected
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["hook", "claude-code", "--fail", "closed"],
+        ["hook", "claude-code", "--config", "a.toml", "--fail=closed"],
+    ],
+)
+def test_the_fail_option_is_put_in_the_environment(
+    args: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--fail closed`` (what ``install --on-failure block`` writes) is ``ANTILOOP_FAIL``."""
+    monkeypatch.setenv("ANTILOOP_FAIL", "open")  # restored after the test
+    assert _hook_call(args) is not None
+    assert os.environ["ANTILOOP_FAIL"] == "closed"
 
 
 def _run(*args: str, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
