@@ -10,8 +10,9 @@ instead", so the daemon can only make the hook faster, never change its answer.
 ``ANTILOOP_HOOKD=0`` turns the daemon off; ``ANTILOOP_HOOKD_DIR`` moves its socket (default
 ``~/.antiloop/run``, a directory only the user may enter).
 
-A daemon that does not answer within ``ANTILOOP_HOOKD_WAIT`` seconds (2 by default), or that
-closes the connection without an answer, costs that one wait: the hook takes its socket away
+The daemon says it is alive while it works on an event (a ``.`` every half second, before the
+answer). A daemon silent for ``ANTILOOP_HOOKD_WAIT`` seconds (2 by default), or that closes the
+connection without an answer, costs that one wait: the hook takes its socket away
 (and ends it, when it is this user's hook daemon), judges the event in its own process, and
 the next event starts a new daemon. Judging an event again cannot count it twice: a step is
 recorded under its id (the agent's tool call id), and a step already recorded under that id is
@@ -36,7 +37,10 @@ PROTOCOL = b"antiloop-hookd/1"
 
 _OFF = ("0", "off", "no", "false")
 _SOCKET_MAX = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
-_DEFAULT_WAIT = 2.0  # seconds for the daemon's answer before the event is judged here
+_DEFAULT_WAIT = 2.0  # seconds of silence from the daemon before the event is judged here
+_LONGEST = 25.0  # seconds for the whole answer: below the 30 s timeout the installers give
+ALIVE = b"."
+"""What the daemon sends while it works on an event (before the answer, any number of times)."""
 _KILL = 9  # SIGKILL, without importing signal
 
 
@@ -194,10 +198,7 @@ def _hand_over(agent: str, config: str | None, env: Mapping[str, str], data: byt
         try:
             sock.sendall(request)
             sock.shutdown(_socket.SHUT_WR)
-            chunks = []
-            while chunk := sock.recv(65536):
-                chunks.append(chunk)
-            raw = b"".join(chunks)
+            raw = _receive(sock, wait)
         except TimeoutError:
             problem = f"the hook daemon gave no answer within {wait:g} s"
         except OSError as exc:
@@ -220,6 +221,28 @@ def _hand_over(agent: str, config: str | None, env: Mapping[str, str], data: byt
     _write(sys.stdout, out)
     _write(sys.stderr, err)
     return Asked(code=code)
+
+
+def _receive(sock: object, wait: float) -> bytes:
+    """The daemon's answer, its signs of life taken off.
+
+    Raises:
+        TimeoutError: ``wait`` seconds of silence, or ``_LONGEST`` in all.
+    """
+    import time
+
+    chunks = []
+    give_up = time.monotonic() + _LONGEST
+    while True:
+        left = give_up - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        sock.settimeout(min(wait, left))  # type: ignore[attr-defined]
+        chunk = sock.recv(65536)  # type: ignore[attr-defined]
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).lstrip(ALIVE)
 
 
 def _peer(sock: object) -> int | None:

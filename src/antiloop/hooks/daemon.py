@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from antiloop._hook_client import PROTOCOL, socket_dir, socket_path
+from antiloop._hook_client import ALIVE, PROTOCOL, socket_dir, socket_path
 from antiloop.hooks.pool import StorePool
 
 # The same os-level paths as antiloop._hook_client, the caller's side.
@@ -301,27 +301,30 @@ class Daemon:
                 os.unlink(self.path)
 
     def _serve(self, conn: socket.socket) -> None:
+        alive = _Alive(conn)
         try:
             with conn:
-                self._answer(conn)
+                self._answer(alive)
         except Exception:  # noqa: S110 - a caller that went away; nothing to tell it
             pass
         finally:
+            alive.stop()
             with self._lock:
                 self._active.discard(threading.current_thread())
                 self.last = time.monotonic()
 
-    def _answer(self, conn: socket.socket) -> None:
+    def _answer(self, alive: _Alive) -> None:
+        conn = alive.conn
         conn.settimeout(30.0)
         raw = _read_all(conn)
         try:
             agent, config, cwd, env, event = decode_request(raw)
         except (ValueError, UnicodeDecodeError):
-            conn.sendall(b"stale\n")  # not judged: the caller answers it itself
+            alive.send(b"stale\n")  # not judged: the caller answers it itself
             return
         if self._stop.is_set() or self._sources.changed():
             self.retire()
-            conn.sendall(b"stale\n")
+            alive.send(b"stale\n")
             return
         from antiloop.hooks.runner import run_hook
 
@@ -331,12 +334,51 @@ class Daemon:
         if answer.failed and store is not None:
             self.pool.drop(env)  # the next event opens it afresh
         out, err = answer.stdout.encode(), answer.stderr.encode()
-        conn.sendall(b"ok %d %d %d\n" % (answer.code, len(out), len(err)) + out + err)
+        alive.send(b"ok %d %d %d\n" % (answer.code, len(out), len(err)) + out + err)
         if not answer.finished:
             # The unfinished work may hold a lock: leave, as a hook process would, once the
             # events already taken are answered (``main`` then exits without waiting for it).
             self.abandoned = True
             self.retire()
+
+
+class _Alive:
+    """Sends the caller a sign of life (``ALIVE``) every half second until the answer.
+
+    The caller takes a daemon silent for ``ANTILOOP_HOOKD_WAIT`` seconds for a hung one and
+    judges the event itself; a daemon that is only slow (a loaded machine, a lock another
+    process holds) says so, and answers by the event's deadline as a hook process would.
+    """
+
+    EVERY = 0.5
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._done.wait(self.EVERY):
+            with self._lock:
+                if self._done.is_set():
+                    return
+                try:
+                    self.conn.sendall(ALIVE)
+                except OSError:
+                    return
+
+    def send(self, data: bytes) -> None:
+        """The answer: the last thing sent."""
+        with self._lock:
+            self._done.set()
+            self.conn.sendall(data)
+
+    def stop(self) -> None:
+        """No more signs of life (the answer was sent, or the caller went away)."""
+        with self._lock:
+            self._done.set()
 
 
 def _read_all(conn: socket.socket) -> bytes:

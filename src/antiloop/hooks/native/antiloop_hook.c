@@ -5,11 +5,11 @@
  *
  * Hands the event on stdin to this installation's hook daemon over its Unix socket and prints
  * the answer, as antiloop/_hook_client.py does, at the cost of a small process. Whenever that
- * cannot be done (no daemon, a daemon that does not answer within ANTILOOP_HOOKD_WAIT seconds,
- * a stale one), it runs the Python client beside it, `antiloop hook AGENT ...`, with the same
- * event on stdin: that one judges the event in its own process and starts a daemon. A daemon
- * that took the event and gave no answer is first taken out of the way (its socket removed,
- * the process ended), and the reason is handed on in ANTILOOP_HOOKD_PROBLEM.
+ * cannot be done (no daemon, a daemon silent for ANTILOOP_HOOKD_WAIT seconds, a stale one), it
+ * runs the Python client beside it, `antiloop hook AGENT ...`, with the same event on stdin:
+ * that one judges the event in its own process and starts a daemon. A daemon that took the
+ * event and gave no answer is first taken out of the way (its socket removed, the process
+ * ended), and the reason is handed on in ANTILOOP_HOOKD_PROBLEM.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -34,6 +34,7 @@ extern char **environ;
 #define PROTOCOL "antiloop-hookd/1"
 #define SOCKET_MAX 100
 #define DEFAULT_WAIT 2.0
+#define LONGEST 25.0
 
 typedef struct {
     char *data;
@@ -308,7 +309,9 @@ int main(int argc, char **argv) {
     for (char **e = environ; *e; e++) add_field(&request, *e, strlen(*e));
     add(&request, data.data, data.len);
 
-    double wait = wait_seconds(), deadline = now() + wait;
+    /* `wait` seconds of silence (the daemon sends '.' every half second while it works),
+       LONGEST in all */
+    double wait = wait_seconds(), deadline = now() + wait, give_up = now() + LONGEST;
     char problem[160] = "";
     size_t sent = 0;
     while (sent < request.len && !problem[0]) {
@@ -327,6 +330,8 @@ int main(int argc, char **argv) {
         shutdown(fd, SHUT_WR);
         char chunk[65536];
         while (!done && !problem[0]) {
+            double t = now() + wait;
+            deadline = t < give_up ? t : give_up;
             int ready = wait_for(fd, POLLIN, deadline);
             if (ready <= 0) break;
             ssize_t got = recv(fd, chunk, sizeof chunk, 0);
@@ -348,7 +353,12 @@ int main(int argc, char **argv) {
     }
     close(fd);
 
-    /* "ok CODE OUT ERR\n" OUT-bytes ERR-bytes, else "stale" (not judged) or garbage */
+    /* '.'s (signs of life), then "ok CODE OUT ERR\n" OUT-bytes ERR-bytes, else "stale" (not
+       judged) or garbage */
+    size_t alive = 0;
+    while (alive < reply.len && reply.data[alive] == '.') alive++;
+    memmove(reply.data, reply.data + alive, reply.len - alive + 1);
+    reply.len -= alive;
     char *newline = memchr(reply.data, '\n', reply.len);
     int code;
     size_t out, err;
