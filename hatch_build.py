@@ -39,8 +39,10 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
 
         build_data["shared_scripts"][str(built)] = "antiloop-hook"
         build_data["pure_python"] = False
-        # any Python 3 of this platform: the client is C, the package pure Python
-        build_data["tag"] = f"py3-none-{next(iter(sys_tags())).platform}"
+        if os.environ.get("HATCH_BUILD_HOOK_ENABLE_MYPYC", "").lower() == "true":
+            build_data["infer_tag"] = True  # compiled modules: this interpreter's tag
+        else:  # any Python 3 of this platform: the client is C, the package pure Python
+            build_data["tag"] = f"py3-none-{next(iter(sys_tags())).platform}"
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         tmp = getattr(self, "_tmp", None)
