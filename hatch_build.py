@@ -1,9 +1,10 @@
 """The wheel's build hook: the native hook client, ``antiloop-hook``, where a C compiler is.
 
 Built from ``src/antiloop/hooks/native/antiloop_hook.c`` into the wheel's scripts (installed
-beside ``antiloop``), and the wheel is then tagged for this platform (``py3-none-<platform>``). Without a compiler, or
-with ``ANTILOOP_NATIVE=0``, the wheel stays pure Python and the hook the Python client. The
-editable install is left alone: ``make`` builds the client into the venv.
+beside ``antiloop``); the wheel is then tagged for this platform (``py3-none-<platform>``, or
+the interpreter's tag in the compiled build). Without a compiler, or with
+``ANTILOOP_NATIVE=0``, the wheel stays pure Python and the hook the Python client. The editable
+install is left alone: ``make`` builds the client into the venv.
 """
 
 from __future__ import annotations
