@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import tempfile
@@ -154,6 +153,9 @@ def diagnose(
     if len(commands) > 1:
         checks.append(Check("command", None, f"{len(commands)} different commands: {commands}"))
     hook_env = hook_environment(agent, env, project)
+    fail = _option(command, "--fail")
+    if fail in ("open", "closed"):
+        hook_env["ANTILOOP_FAIL"] = fail  # the command's --fail is what the hook runs with
     if installer.is_url(command):
         checks.append(Check("command", True, f"HTTP hooks to {command}"))
     else:
@@ -250,14 +252,19 @@ def hook_environment(agent: str, env: Mapping[str, str], project: Path) -> dict[
 
 def _config_option(command: str) -> str | None:
     """The ``--config PATH`` of a hook command line, if it has one."""
+    return _option(command, "--config")
+
+
+def _option(command: str, name: str) -> str | None:
+    """The value of option ``name`` in a hook command line's client, if it has one."""
     try:
-        argv = shlex.split(command)
+        argv = installer.client_of(command)
     except ValueError:
         return None
     for i, word in enumerate(argv):
-        if word == "--config" and i + 1 < len(argv):
+        if word == name and i + 1 < len(argv):
             return argv[i + 1]
-        if word.startswith("--config="):
+        if word.startswith(f"{name}="):
             return word.split("=", 1)[1]
     return None
 
@@ -488,4 +495,7 @@ def _config(env: Mapping[str, str], cwd: str | None, option: str | None = None) 
     except Exception as exc:
         return Check("config", False, f"{exc}: every hook call would answer 'not checked'")
     where = config.source or "none found: the defaults (loops guarded, permissions the host's)"
-    return Check("config", True, f"{where} (approval {config.approval}, fail {config.fail})")
+    from antiloop.hooks.config import fail_mode
+
+    fail = fail_mode(env, config)
+    return Check("config", True, f"{where} (approval {config.approval}, fail {fail})")
