@@ -110,7 +110,8 @@ COMPILED_TESTS := tests/test_compiled.py tests/core/test_procedure.py \
   tests/core/test_procedure_props.py tests/core/test_procedure_edges.py tests/core/test_result.py \
   tests/core/test_rules_readings.py tests/test_guard.py tests/test_check.py \
   tests/core/test_detectors.py tests/core/test_boundaries.py tests/test_protocol_v11.py \
-  tests/core/test_fingerprint.py tests/core/test_redact.py tests/core/test_shell_tokens.py
+  tests/test_protocol_v12.py tests/core/test_fingerprint.py tests/core/test_redact.py \
+  tests/core/test_shell_tokens.py
 
 compiled: $(COMPILED_STAMP)
 

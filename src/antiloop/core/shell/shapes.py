@@ -31,10 +31,17 @@ from typing import Any
 
 from antiloop.core.forms import pattern_words
 from antiloop.core.rules.programs import Rules
-from antiloop.core.shell.engine import _RESERVED, _SHELLS, _SKIP_WORDS, Shell, read_tokens
+from antiloop.core.shell.engine import (
+    _RESERVED,
+    _SHELLS,
+    _SKIP_WORDS,
+    Shell,
+    read_text,
+    read_tokens,
+)
 from antiloop.core.shell.engine import RX as _CMD_RX
 from antiloop.core.shell.engine import stripped as _stripped
-from antiloop.core.shell.tokens import Redirect, Token, plain_tokens, tokenize
+from antiloop.core.shell.tokens import Redirect, Token, plain_tokens
 
 __all__ = ["clear", "shell"]
 
@@ -103,7 +110,7 @@ def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
     text = _stripped(command)
     tokens = plain_tokens(text)
     if tokens is None:
-        return read_tokens(tokenize(text), cwd, rules)
+        return read_text(text, cwd, rules)
     if "zq" in text.lower():
         return read_tokens(tokens, cwd, rules)
     if _seen[0] is not rules:
