@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 
 NOTES = {
     "codex": (
