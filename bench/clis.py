@@ -12,7 +12,11 @@ each in a project of its own, run interleaved round by round so that all see the
 * **python**: the same with the Python client (`antiloop hook <agent>`), for comparison.
 
 The per-call figure is the difference of the medians over the ten calls (each call costs a
-PreToolUse and a PostToolUse hook; Gemini: BeforeTool, AfterTool). The first session: in fresh
+PreToolUse and a PostToolUse hook; Gemini: BeforeTool, AfterTool). Whole runs vary by hundreds
+of milliseconds on a shared machine, so each hook command also runs inside the same timing
+wrapper in every set-up (`bash`, two clock reads, a subshell running the command): the median
+time of one event as
+the CLI ran it is the low-noise figure, and a call is two events. The first session: in fresh
 projects, `antiloop install` (which starts the daemon and waits for it), then a first session
 and a second one; the figure is the median of first minus second, beside the same with the
 no-op hooks.
@@ -70,12 +74,43 @@ def _run_once(project: CliProject, cli: str) -> float:
     return ran.seconds
 
 
+TIMER = """#!/bin/bash
+# bench/clis.py: run the hook command $2, add its wall time in microseconds to the log $1
+start=$(date +%s%N)
+(eval "$2")  # a subshell: the command's own `exec` ends it, not this wrapper
+code=$?
+echo $(( ($(date +%s%N) - start) / 1000 )) >> "$1"
+exit $code
+"""
+
+
+def _timed(project: CliProject, command: str) -> str:
+    """``command`` inside the timing wrapper, its times kept in ``<root>/events.log``."""
+    import shlex
+
+    timer = project.root / "timed.sh"
+    timer.write_text(TIMER)
+    timer.chmod(0o755)
+    log = project.root / "events.log"
+    return f"{shlex.quote(str(timer))} {shlex.quote(str(log))} {shlex.quote(command)}"
+
+
+def event_times(project: CliProject) -> list[float]:
+    """Milliseconds of each hook event the CLI ran so far (and forget them)."""
+    log = project.root / "events.log"
+    if not log.exists():
+        return []
+    times = [int(line) / 1000 for line in log.read_text().split()]
+    log.unlink()
+    return times
+
+
 def _noop(project: CliProject, cli: str) -> None:
     """Every event antiloop installs, answered by `cat > /dev/null` (Codex: trusted)."""
     agent = DIALECT[cli]
     path = installer.settings_path(agent, "project", cwd=project.project)
     # the comment makes Codex's trust of "antiloop's" entries cover it; the shell ignores it
-    installer.install(agent, path, f"{NOOP} # antiloop hook {agent}")
+    installer.install(agent, path, _timed(project, f"{NOOP} # antiloop hook {agent}"))
     if cli == "codex":
         from antiloop.hooks import codex_trust
 
@@ -87,36 +122,39 @@ def _hooked(project: CliProject, native: bool) -> None:
     command = installer.default_command(agent, native=native)
     if native and "antiloop-hook" not in command:
         raise RuntimeError("no native client: build it first (make native)")
-    if native:
-        project.install()
-        return
-    project.install("--command", command)
+    project.install("--command", _timed(project, command))
     from antiloop.hooks.daemon import ensure_running
 
     ensure_running(project.env)  # `install --command` starts none
 
 
-def measure(cli: str, rounds: int, root: Path) -> dict[str, list[float]]:
-    """Seconds per run of each set-up, interleaved round by round."""
+def measure(
+    cli: str, rounds: int, root: Path
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds per run, and milliseconds per hook event, of each set-up, interleaved."""
     setups = {"no-op": _project(cli, root / "noop"), "native": _project(cli, root / "native")}
     setups["python"] = _project(cli, root / "python")
     _noop(setups["no-op"], cli)
     _hooked(setups["native"], native=True)
     _hooked(setups["python"], native=False)
     times: dict[str, list[float]] = {name: [] for name in setups}
+    events: dict[str, list[float]] = {name: [] for name in setups}
     for project in setups.values():
         _time(project, cli)  # warm-up: the CLI's own caches, the daemon's first events
+        event_times(project)
     for _ in range(rounds):
         for name, project in setups.items():
             times[name].append(_time(project, cli))
+            events[name].extend(event_times(project))
     for project in setups.values():
         project.stop_daemon()
-    return times
+    return times, events
 
 
 def first_sessions(cli: str, rounds: int, root: Path) -> tuple[list[float], list[float]]:
     """First session minus second in fresh projects: (antiloop just installed, no-op hooks)."""
-    hooked, noop = [], []
+    hooked: list[float] = []
+    noop: list[float] = []
     for n in range(rounds):
         for name, out in (("first", hooked), ("first-noop", noop)):
             project = _project(cli, root / f"{name}-{n}")
@@ -139,24 +177,36 @@ def run(quick: bool = False) -> str:
     firsts = 1 if quick else 3
     load = os.getloadavg()
     begun = time.time()
-    rows, first_rows, verdicts = [], [], []
+    rows: list[str] = []
+    event_rows: list[str] = []
+    first_rows: list[str] = []
+    verdicts: list[str] = []
     for cli in CLIS:
         try:
             binary(cli)
         except BaseException as exc:  # pytest's skip outside pytest
             rows.append(f"| {cli} | not installed: {exc} | | | | |")
+            event_rows.append(f"| {cli} | not installed | | | | | |")
             continue
         with tempfile.TemporaryDirectory(prefix=f"bench-{cli}-") as tmp:
-            times = measure(cli, rounds, Path(tmp))
+            times, events = measure(cli, rounds, Path(tmp))
             deltas, noop_deltas = first_sessions(cli, firsts, Path(tmp))
         med = {name: statistics.median(values) for name, values in times.items()}
-        native = (med["native"] - med["no-op"]) / CALLS * 1000
-        python = (med["python"] - med["no-op"]) / CALLS * 1000
+        ev = {name: statistics.median(values) for name, values in events.items()}
+        whole = (med["native"] - med["no-op"]) / CALLS * 1000
+        native = 2 * (ev["native"] - ev["no-op"])
+        python = 2 * (ev["python"] - ev["no-op"])
+        event_rows.append(
+            f"| {cli} {PINNED[cli]} | {len(events['no-op'])} | {ev['no-op']:.1f} ms "
+            f"| {ev['native']:.1f} ms | {ev['python']:.1f} ms | {native:+.1f} ms "
+            f"| {python:+.1f} ms |"
+        )
         first = statistics.median(deltas) * 1000
         noop_first = statistics.median(noop_deltas) * 1000
+        spread = max(times["no-op"]) - min(times["no-op"])
         rows.append(
             f"| {cli} {PINNED[cli]} | {med['no-op']:.2f} s | {med['native']:.2f} s "
-            f"| {med['python']:.2f} s | {native:+.1f} ms | {python:+.1f} ms |"
+            f"| {med['python']:.2f} s | {whole:+.0f} ms | {spread:.2f} s |"
         )
         first_rows.append(
             f"| {cli} {PINNED[cli]} | {', '.join(f'{d * 1000:+.0f}' for d in deltas)} ms "
@@ -168,6 +218,7 @@ def run(quick: bool = False) -> str:
             f"first session {first:+.0f} ms ({'met' if first <= FIRST_TARGET_MS else 'not met'})"
         )
         print(rows[-1])
+        print(event_rows[-1])
         print(first_rows[-1])
     end_load = os.getloadavg()
     return "\n".join(
@@ -178,14 +229,22 @@ def run(quick: bool = False) -> str:
             "answer against the scripted model on 127.0.0.1, the whole `claude -p` / `codex "
             "exec` / `gemini -p` process timed, in three projects interleaved round by round "
             f"({rounds} rounds after a warm-up run each): the same events answered by `{NOOP}` "
-            "(the CLI's own price of any command hook), antiloop as `antiloop install <agent> "
-            "--project` writes it with the native client `antiloop-hook` (the hook daemon warm), "
-            "and antiloop with the Python client (`antiloop hook <agent>`). Medians; the per-call "
-            f"columns are the difference from the no-op hooks spread over the {CALLS} calls "
-            "(each call is two hook events).",
+            "(the CLI's own price of any command hook), antiloop's command as `antiloop "
+            "install` writes it with the native client `antiloop-hook` (the hook daemon warm), "
+            "and with the Python client (`antiloop hook <agent>`), each hook command inside the "
+            "same timing wrapper. Each hook event as the CLI ran it (median of every event of "
+            "the rounds; a tool call is two events):",
             "",
-            "| CLI | no-op hooks | antiloop, native client | antiloop, Python client "
+            "| CLI | events | no-op hook | antiloop, native client | antiloop, Python client "
             "| native over no-op, a call | Python over no-op, a call |",
+            "|---|---|---|---|---|---|---|",
+            *event_rows,
+            "",
+            "The whole runs (medians), for scale: they vary from one round to the next by more "
+            "than the hooks' whole cost, so their difference says little:",
+            "",
+            "| CLI | no-op hooks | antiloop, native | antiloop, Python "
+            f"| native minus no-op / {CALLS} calls | spread of the no-op runs |",
             "|---|---|---|---|---|---|",
             *rows,
             "",
@@ -204,8 +263,6 @@ def run(quick: bool = False) -> str:
             "",
             f"Load average (1, 5, 15 min) {load[0]:.1f}, {load[1]:.1f}, {load[2]:.1f} at the "
             f"start and {end_load[0]:.1f}, {end_load[1]:.1f}, {end_load[2]:.1f} at the end of "
-            f"{time.time() - begun:.0f} s on {os.cpu_count()} cores, shared with other work: a "
-            "run of several seconds varies by tens of milliseconds from one round to the next, "
-            "so a per-call difference of a few milliseconds is within the noise of one run.",
+            f"{time.time() - begun:.0f} s on {os.cpu_count()} cores, shared with other work.",
         ]
     )
