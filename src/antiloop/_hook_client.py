@@ -102,8 +102,11 @@ def encode_request(agent: str, config: str, cwd: str, env: list[bytes], data: by
 
 
 def decode_reply(reply: bytes) -> tuple[int, bytes, bytes] | None:
-    """``ok CODE OUT ERR`` and the two bodies; None for anything else (``stale``, garbage)."""
-    head, newline, body = reply.partition(b"\n")
+    """``ok CODE OUT ERR`` and the two bodies; None for anything else (``stale``, garbage).
+
+    The daemon's signs of life (``ALIVE``) before the answer are skipped.
+    """
+    head, newline, body = reply.lstrip(ALIVE).partition(b"\n")
     words = head.split(b" ")
     if not newline or len(words) != 4 or words[0] != b"ok":
         return None

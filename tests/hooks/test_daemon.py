@@ -341,6 +341,7 @@ def test_replies_are_read_strictly() -> None:
     """Only a whole ``ok`` reply is an answer; anything else is not."""
     assert decode_reply(b"ok 0 3 2\nabcde") == (0, b"abc", b"de")
     assert decode_reply(b"ok 2 0 0\n") == (2, b"", b"")
+    assert decode_reply(b"...ok 0 1 0\nx") == (0, b"x", b"")  # signs of life, then the answer
     for bad in (
         b"stale\n",
         b"ok 0 3 2\nabcd",
