@@ -110,7 +110,7 @@ def _noop(project: CliProject, cli: str) -> None:
     agent = DIALECT[cli]
     path = installer.settings_path(agent, "project", cwd=project.project)
     # the comment makes Codex's trust of "antiloop's" entries cover it; the shell ignores it
-    installer.install(agent, path, _timed(project, f"{NOOP} # antiloop hook {agent}"))
+    installer.install(agent, path, f"{_timed(project, NOOP)} # antiloop hook {agent}")
     if cli == "codex":
         from antiloop.hooks import codex_trust
 
@@ -173,8 +173,8 @@ def run(quick: bool = False) -> str:
     """Measure and return the markdown section."""
     from tests.hooks.real_clis import binary
 
-    rounds = 2 if quick else 5
-    firsts = 1 if quick else 3
+    rounds = 2 if quick else 4
+    firsts = 1 if quick else 2
     load = os.getloadavg()
     begun = time.time()
     rows: list[str] = []
