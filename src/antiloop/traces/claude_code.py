@@ -16,7 +16,9 @@ only ``type: "assistant"`` and ``type: "user"`` entries matter here, other kinds
   ``output``; with ``is_error`` it is ``error`` instead. For ``Bash`` an error that starts
   ``Exit code N`` gives ``exit_code`` N and the rest is ``output`` (the command ran and failed); a
   Bash result without ``is_error`` has ``exit_code`` 0, as Claude Code reports every non-zero exit
-  as an error. ``<tool_use_error>`` tags are removed from error text.
+  as an error. ``<tool_use_error>`` tags are removed from error text. A call no
+  ``tool_result`` answers (an interrupted run) has no result: it is listed in
+  ``Run.missing_results``, not read as empty.
 * ``message``: the assistant text blocks of the same ``message.id`` written before the call (else
   its thinking), given to the first call of that message only, so parallel calls do not repeat it.
 * ``goal``: the first user prompt (not a tool result, meta entry or slash-command echo).
@@ -45,6 +47,7 @@ from antiloop.traces._base import (
     goal_text,
     integer,
     items,
+    missing_reason,
     nonempty,
     number,
     obj,
@@ -166,6 +169,7 @@ def read_claude_code(source: Source) -> Iterator[Run]:
     agent_type = _agent_type(source)
     steps: list[Step] = []
     costs: list[StepCost] = []
+    missing: list[int] = []
     seen: set[str] = set()
     said: dict[str, list[str]] = {}
     thought: dict[str, list[str]] = {}
@@ -199,6 +203,8 @@ def read_claude_code(source: Source) -> Iterator[Run]:
             spoken.add(message_id)
             words = said.get(message_id) or thought.get(message_id)
             result = results.get(use_id) if use_id is not None else None
+            if result is None:
+                missing.append(len(steps))
             output, error, exit_code = (
                 _result(name, result) if result is not None else (None, None, None)
             )
@@ -250,4 +256,6 @@ def read_claude_code(source: Source) -> Iterator[Run]:
         total_cost_usd=sum(spent) if spent else None,
         meta=meta,
         problems=tuple(problems),
+        missing_results=tuple(missing),
+        partial_reason=missing_reason(missing, "no tool_result answers the tool_use"),
     )
