@@ -12,11 +12,12 @@ Mapping (decided here, as the format stores only the action text):
   ``replacement_text``; ...), any other command ``{"arguments": [words...]}``, plus ``"input"``
   for the lines after the first.
 * **Result**: ``output`` is the observation (an entry without an observation string has no
-  result: it is listed in ``Run.missing_results``, not read as empty). No exit code is stored. ``error`` is set only for the
-  tool's own refusals, recognised by their first line: an edit rejected for syntax errors
-  (``edit not applied: <the E-codes>``, the edit was not applied), ``Wrong flag!``, ``Usage: ...``,
-  ``Error: ...``, ``File ... not found``, ``No file open``. A traceback printed by a program the
-  agent ran is output, not error: without an exit code the reader cannot tell.
+  result: it is listed in ``Run.missing_results``, not read as empty). No exit code is stored.
+  ``error`` is set only for the tool's own refusals, recognised by their first line: an edit
+  rejected for syntax errors (``edit not applied: <the E-codes>``, the edit was not applied),
+  ``Wrong flag!``, ``Usage: ...``, ``Error: ...``, ``File ... not found``, ``No file open``. A
+  traceback printed by a program the agent ran is output, not error: without an exit code the
+  reader cannot tell.
 * ``paths``: the file open after the step (from ``state``) for the commands that act on the open
   file without naming it (``edit``, ``goto``, ``scroll_down``, ``scroll_up``, ``insert``,
   ``append``).
