@@ -65,6 +65,7 @@ class GuardConfig:
     hidden_repeat_threshold: int = 3
     cosmetic_rerun_threshold: int = 2
     max_sessions: int = 100_000  # antiloop check: sessions kept; the least recent go first
+    escalation: tuple[str, ...] = ("ask", "stop")  # what an ignored nudge becomes, in turn
 
     @property
     def budget(self) -> int:
@@ -137,6 +138,10 @@ def _check(key: str, value: Any, source: str) -> Any:
         return value
     if key == "escalate_to":
         return _choice(key, value, source, ("human", "supervisor"))
+    if key == "escalation":
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{source}: 'escalation' must be a list of actions, not {value!r}")
+        return tuple(_choice(key, v, source, ("ask", "block", "stop")) for v in value)
     if key == "mode":
         return _choice(key, value, source, ("enforce", "shadow"))
     if key == "on_store_error":
