@@ -352,3 +352,60 @@ def test_the_cli_reports_partial_runs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "Partial runs (1)" in page
     assert "no result found" in page
     assert "<span class='s o-list n' data-i='1'" in page  # step 1 marked: no result
+
+
+# --- Claude Code's stream-json output (`claude -p --output-format stream-json --verbose`) -----
+
+
+def _stream_entry(kind: str, content: list[dict[str, Any]], n: int, parent: str | None) -> str:
+    message: dict[str, Any] = {"role": kind, "content": content}
+    if kind == "assistant":
+        message.update(id=f"m{n}", type="message", model="claude-x")
+    entry = {
+        "type": kind,
+        "message": message,
+        "parent_tool_use_id": parent,
+        "session_id": "s-1",
+        "uuid": f"u{n}",
+    }
+    return json.dumps(entry)
+
+
+def _stream_json(tmp_path: Path) -> Path:
+    """A main agent's Task call, whose subagent runs ``ls`` once, then the main agent ``ls``."""
+
+    def use(ident: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "tool_use", "id": ident, "name": name, "input": args}
+
+    def result(ident: str, text: str) -> dict[str, Any]:
+        return {"type": "tool_result", "tool_use_id": ident, "content": text, "is_error": False}
+
+    init = {"type": "system", "subtype": "init", "session_id": "s-1", "uuid": "u0"}
+    lines = [
+        json.dumps(init),
+        _stream_entry("assistant", [use("t1", "Task", {"prompt": "list the files"})], 1, None),
+        _stream_entry("assistant", [use("t2", "Bash", {"command": "ls"})], 2, "t1"),
+        _stream_entry("user", [result("t2", "a.py")], 3, "t1"),
+        _stream_entry("user", [result("t1", "a.py")], 4, None),
+        _stream_entry("assistant", [use("t3", "Bash", {"command": "ls"})], 5, None),
+        _stream_entry("user", [result("t3", "a.py")], 6, None),
+        json.dumps({"type": "result", "subtype": "success", "session_id": "s-1", "uuid": "u7"}),
+    ]
+    path = tmp_path / "stream.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_claude_code_stream_json_reads_with_its_subagents_apart(tmp_path: Path) -> None:
+    """The subagent's ``ls`` and the main agent's ``ls`` are two streams: no repeat."""
+    path = _stream_json(tmp_path)
+    (run,) = read_runs(path)
+    assert run.format == "claude-code"
+    assert [(s.tool, s.agent, s.output) for s in run.steps] == [
+        ("Task", "main", "a.py"),
+        ("Bash", "task-t1", "a.py"),
+        ("Bash", "main", "a.py"),
+    ]
+    assert not run.partial
+    (scan,) = Scanner().scan_paths([path])
+    assert not scan.loops  # type: ignore[union-attr]

@@ -24,8 +24,10 @@ only ``type: "assistant"`` and ``type: "user"`` entries matter here, other kinds
 * ``goal``: the first user prompt (not a tool result, meta entry or slash-command echo).
 * ``session``: ``sessionId`` (shared by a session and its subagents). ``agent``: ``"main"``; for
   a sidechain entry (a subagent transcript) ``<agentType>-<agentId>`` when the
-  ``agent-<id>.meta.json`` beside the file names the type, else ``agent-<agentId>``: each
-  subagent is its own stream.
+  ``agent-<id>.meta.json`` beside the file names the type, else ``agent-<agentId>``; in the
+  ``--output-format stream-json`` output of ``claude -p`` (entries with ``session_id`` and
+  ``parent_tool_use_id``), a subagent's entry names the Task call that runs it:
+  ``task-<parent_tool_use_id>``. Each subagent is its own stream.
 * **Costs**: per step, the final ``usage`` of the message that made the call, on its first step
   (input counts cached and cache-creation tokens); ``costUSD`` where old transcripts have it.
 """
@@ -209,10 +211,13 @@ def read_claude_code(source: Source) -> Iterator[Run]:
                 _result(name, result) if result is not None else (None, None, None)
             )
             agent_id = nonempty(entry.get("agentId"))
+            parent_call = nonempty(entry.get("parent_tool_use_id"))
             if entry.get("isSidechain") is True and agent_id:
                 agent = f"{agent_type}-{agent_id}" if agent_type else f"agent-{agent_id}"
                 if agent_id not in agent_ids:
                     agent_ids.append(agent_id)
+            elif parent_call is not None:  # stream-json: a subagent's call, under its Task call
+                agent = f"task-{parent_call}"
             else:
                 agent = MAIN_AGENT
             steps.append(
