@@ -429,6 +429,8 @@ class Scanner:
             yield from self.scan_file(path, format)
         except (UnknownFormat, OSError) as exc:
             yield Unreadable(str(path), _reason(exc, path))
+        except RecursionError:  # a reader's JSON, or a step, deeper than Python can follow
+            yield Unreadable(str(path), "nested too deeply to read (a value of thousands of levels)")
 
     def scan_paths(
         self,
