@@ -125,7 +125,8 @@ def _check(
                     "(Ctrl-D ends; give a FILE to judge one)",
                     file=sys.stderr,
                 )
-            if (why := not_text(_head(sys.stdin.buffer))) is not None:
+            typed = sys.stdin.isatty()  # a terminal's end of input is read once: no peek
+            if not typed and (why := not_text(_head(sys.stdin.buffer))) is not None:
                 print(f"antiloop: standard input is not UTF-8 text ({why})", file=sys.stderr)
                 return EXIT_USAGE, "unreadable input"
             code = judge_stream(
@@ -142,7 +143,7 @@ def _check(
             print(f"antiloop: cannot read {file}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_USAGE, "unreadable input"
         with stream:
-            if (why := not_text(_head(stream))) is not None:
+            if not stream.isatty() and (why := not_text(_head(stream))) is not None:
                 print(f"antiloop: {file} is not UTF-8 text ({why})", file=sys.stderr)
                 return EXIT_USAGE, "unreadable input"
             code = judge_stream(stream, sys.stdout, guard_for(config, budgets), summary=summary)
@@ -172,8 +173,10 @@ def not_text(head: bytes) -> str | None:
     A character cut at the end of ``head`` is no fault: the stream goes on past it.
 
     Example:
-        >>> not_text(b'{"tool": "grep"}'), not_text(b"\\x7fELF\\x02\\x01\\x00"), not_text(b"\\xff")
-        (None, 'a NUL byte at offset 6', 'byte 0xff at offset 0')
+        >>> not_text(b'{"tool": "grep"}'), not_text(bytes([0x7F, 69, 76, 70, 2, 1, 0]))
+        (None, 'a NUL byte at offset 6')
+        >>> not_text(bytes([0xFF]))
+        'byte 0xff at offset 0'
     """
     if b"\x00" in head:
         return f"a NUL byte at offset {head.index(0)}"

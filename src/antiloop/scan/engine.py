@@ -430,7 +430,7 @@ class Scanner:
         except (UnknownFormat, OSError) as exc:
             yield Unreadable(str(path), _reason(exc, path))
         except RecursionError:  # a reader's JSON, or a step, deeper than Python can follow
-            yield Unreadable(str(path), "nested too deeply to read (a value of thousands of levels)")
+            yield Unreadable(str(path), "nested too deeply to read")
 
     def scan_paths(
         self,
