@@ -187,8 +187,8 @@ def run_text(result: RunScan, paint: Painter | None = None) -> str:
     paint = paint or Painter(False)
     name = printable(result.file + (f"#{result.record}" if result.record is not None else ""))
     waste = result.waste
-    if waste.from_step is None:
-        head = "no stopping loop, no waste"
+    if waste.from_step is None:  # fail-streak, cosmetic-rerun: they ask, nothing stops
+        head = "warnings only: no stopping loop, no waste"
     else:
         head = f"first loop point at step {waste.from_step}; waste {waste.text()}"
     lines = [f"{paint(name, 'bold')} ({result.format}, {result.steps} steps): {head}"]
