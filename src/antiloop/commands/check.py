@@ -24,6 +24,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_STOPPED = 3
 SUMMARY_VERSION = "antiloop-check/1"
+EXPORT_LIMIT = 5.0  # seconds the spans of a run may take to export before check exits
 EXIT_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 
 
@@ -79,7 +80,12 @@ def run(ns: argparse.Namespace) -> int:
 
     path, how = (None, "none") if ns.no_config else find_config(ns.config)
     say_config(path, how, "check")
-    return run_check(ns.file, str(path) if path else None, ns.summary_json)
+    code = run_check(ns.file, str(path) if path else None, ns.summary_json)
+    if "antiloop.telemetry" in sys.modules:  # the OTLP environment asked for spans
+        from antiloop.telemetry import flush_all
+
+        flush_all(EXPORT_LIMIT)  # a collector that is down: the SDK says so, once it gave up
+    return code
 
 
 def run_check(file: str, config_path: str | None, summary_path: str | None = None) -> int:

@@ -385,7 +385,9 @@ class Scanner:
         """
         views: list[StepView] | None = [] if self.views else None
         collector = _Collector(self._parts, self.config.failure_streak, views)
-        guard = Guard(collector, config=self.config, embedder=self.vectors, audit=False)
+        guard = Guard(
+            collector, config=self.config, embedder=self.vectors, audit=False, telemetry=False
+        )  # recorded runs are no live steps: no spans
         steps = run.steps
         if steps and any(s.session != steps[0].session for s in steps):
             steps = tuple(dataclasses.replace(s, session="run") for s in steps)
