@@ -203,8 +203,8 @@ def in_words(text: str) -> str:
     placeholders (the same on every machine), the words keep none (a config's too).
 
     Example:
-        >>> in_words(scrub("took 0.52s at 0x7f3a9c2e1b40"))
-        'took … at 0x…'
+        >>> in_words(scrub("took 0.52s at 0x7f3a9c2e1b40")), in_words("in /x <tm…")
+        ('took … at 0x…', 'in /x …')
     """
     if "<" not in text:
         return text
@@ -214,6 +214,9 @@ def in_words(text: str) -> str:
         token = row.placeholder
         if token in text:
             text = text.replace(token, re.sub(r"<[^<>]*>", "…", token))
+    cut = text.rfind("<")
+    if text.endswith("…") and cut >= 0 and ">" not in text[cut:]:  # a label cut in one
+        text = text[:cut] + "…"
     return text
 
 
