@@ -404,3 +404,29 @@ def test_the_readmes_check_and_scan_lines_run_as_shown(tmp_path: Path) -> None:
     assert scan.returncode == 1  # loops found
     assert shown[1] in scan.stdout.decode()
     assert report.stat().st_size > 0
+
+
+def test_approve_and_deny_take_a_prefix_through_the_server_too(tmp_path: Path) -> None:
+    from tests.server.conftest import TOKEN, start_server, stop_server
+
+    config = tmp_path / "serve.toml"
+    config.write_text('[approval]\ntiers = { delete = "ask" }\n', encoding="utf-8")
+    server = start_server(tmp_path, "--config", str(config))
+    try:
+        ids = []
+        for n in (1, 2):
+            status, verdict = server.call(
+                "POST", "/v1/check", {"tool": "Bash", "args": {"command": f"rm -rf b{n}"}}
+            )
+            assert (status, verdict["action"]) == (200, "ask"), verdict
+            ids.append(verdict["approval"]["id"])
+        env = {"ANTILOOP_URL": server.url, "ANTILOOP_TOKEN": TOKEN}
+        approved = antiloop("approve", ids[0][:6], env=env)
+        assert one_line(approved.stdout) == f"antiloop: request {ids[0]} is approved"
+        denied = antiloop("deny", ids[1][:6], "-m", "use the staging config", env=env)
+        assert one_line(denied.stdout) == f"antiloop: request {ids[1]} is denied"
+        unknown = antiloop("approve", "zz", env=env)
+        assert unknown.returncode == 2
+        assert one_line(unknown.stderr).startswith("antiloop: no request 'zz'")
+    finally:
+        stop_server(server)
