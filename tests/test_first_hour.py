@@ -283,7 +283,7 @@ def test_an_empty_input_says_it_read_no_step(tmp_path: Path, text: str) -> None:
 
 
 def test_no_placeholder_in_a_reason_or_hint_the_fingerprint_keeps_them() -> None:
-    from antiloop.readings_engine import current
+    from antiloop.core.text.engine import current
 
     placeholders = {row.placeholder for row in current().rules.scrubbers}
     volatile = (
