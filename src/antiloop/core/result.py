@@ -208,8 +208,6 @@ def in_words(text: str) -> str:
     """
     if "<" not in text:
         return text
-    import re
-
     for row in current().rules.scrubbers:
         token = row.placeholder
         if token in text:
