@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.stores.conftest import free_port
 from tests.stores.faults import store_failed, tally
 
 from antiloop import Guard, GuardConfig, Step
@@ -31,13 +32,6 @@ pytestmark = pytest.mark.redis
 
 CONFIG = GuardConfig(detectors=("repeat", "cycle"), embedder="ngram")
 COMMIT_MARK = b"'locked'"  # a word only the commit script carries
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RedisServer:
