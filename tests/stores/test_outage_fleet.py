@@ -31,7 +31,10 @@ from tests.stores.sentinel import SentinelGroup
 from tests.stores.test_faults_postgres import Cluster
 from tests.stores.test_faults_redis import RedisServer
 
+from antiloop import Guard, GuardConfig, Step
+from antiloop.outage import OutageConfig
 from antiloop.stores import open_store
+from antiloop.verdict import Action
 
 pytestmark = pytest.mark.redis
 
@@ -102,7 +105,7 @@ def _report(name: str, load: Load, store: Any, *, ridden_out: bool = True) -> di
     print(f"{name}: {json.dumps(figures)}")
     target = os.environ.get("ANTILOOP_OUTAGE_FIGURES")
     if target:
-        with open(target, "a", encoding="utf-8") as out:
+        with Path(target).open("a", encoding="utf-8") as out:
             out.write(json.dumps(figures) + "\n")
     assert (lost, doubled) == (0, 0)
     if ridden_out:
@@ -219,6 +222,31 @@ def test_postgres_records_stopped_or_hung_10s_are_ridden_out(
         if postgres.process is None or postgres.process.poll() is not None:
             postgres.start()
     _report(f"PostgreSQL records {fault} 10 s", load, open_store(state, records=records))
+
+
+@pytest.mark.postgres
+def test_a_hung_postgres_holds_a_step_for_the_window_not_its_timeout(
+    tmp_path: Path, postgres: Cluster
+) -> None:
+    """PostgreSQL SIGSTOPped: a step waits the retry window (1.5 s), not the call's ``timeout``
+    (5 s), then follows on_store_error and is journaled."""
+    url = f"{postgres.url}?schema=h_{uuid.uuid4().hex[:10]}&timeout=5"
+    outage = OutageConfig(retry_window=1.5, journal=str(tmp_path))
+    guard = Guard(store=url, config=GuardConfig(embedder="ngram"), outage=outage)
+    step = Step(tool="read", args={"path": "a"}, output="x", session="h")
+    assert guard.record(step).action is Action.CONTINUE
+    postgres.hang()
+    try:
+        started = time.monotonic()
+        verdict = guard.record(step)
+        held = time.monotonic() - started
+    finally:
+        postgres.resume()
+    assert "unguarded" in verdict.reason
+    assert held < 5.0  # cut at the window's end, well before the 5 s timeout
+    print(f"hung PostgreSQL held a step {held:.2f} s (window 1.5 s, timeout 5 s)")
+    assert guard.replay_journal() == 1
+    guard.store.close()
 
 
 def test_past_the_window_steps_are_journaled_and_replayed(

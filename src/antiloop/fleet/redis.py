@@ -156,9 +156,7 @@ class RedisFleet(Fleet):
     def from_url(
         cls, url: str, config: FleetConfig | None = None, *, watch: bool = True
     ) -> RedisFleet:
-        """The fleet of the store at ``redis://…?prefix=…`` (or ``redis+cluster://…``,
-        ``redis+sentinel://…``).
-        """
+        """The fleet of the store at ``redis://…?prefix=…`` (or ``+cluster``, ``+sentinel``)."""
         try:
             import redis
         except ImportError as exc:
