@@ -79,6 +79,15 @@ def _planted(load: Load) -> tuple[int, int]:
     return stopped, planted
 
 
+def _keep(figures: dict[str, Any]) -> None:
+    """Print the figures; append them to ``ANTILOOP_OUTAGE_FIGURES`` when it is set."""
+    print(f"{figures['fault']}: {json.dumps(figures)}")
+    target = os.environ.get("ANTILOOP_OUTAGE_FIGURES")
+    if target:
+        with Path(target).open("a", encoding="utf-8") as out:
+            out.write(json.dumps(figures) + "\n")
+
+
 def _report(name: str, load: Load, store: Any, *, ridden_out: bool = True) -> dict[str, Any]:
     """Print and keep the figures; the harm must be none."""
     try:
@@ -102,11 +111,7 @@ def _report(name: str, load: Load, store: Any, *, ridden_out: bool = True) -> di
         "marked_unguarded": marked,
         "load": os.getloadavg()[0],
     }
-    print(f"{name}: {json.dumps(figures)}")
-    target = os.environ.get("ANTILOOP_OUTAGE_FIGURES")
-    if target:
-        with Path(target).open("a", encoding="utf-8") as out:
-            out.write(json.dumps(figures) + "\n")
+    _keep(figures)
     assert (lost, doubled) == (0, 0)
     if ridden_out:
         assert load.unguarded == 0
@@ -244,7 +249,7 @@ def test_a_hung_postgres_holds_a_step_for_the_window_not_its_timeout(
         postgres.resume()
     assert "unguarded" in verdict.reason
     assert held < 5.0  # cut at the window's end, well before the 5 s timeout
-    print(f"hung PostgreSQL held a step {held:.2f} s (window 1.5 s, timeout 5 s)")
+    _keep({"fault": "PostgreSQL hung, one step (window 1.5 s, timeout 5 s)", "held": held})
     assert guard.replay_journal() == 1
     guard.store.close()
 
