@@ -77,8 +77,8 @@ def _section(rows: list[dict[str, object]], verdict: str, before: float, after: 
         lines += [
             "",
             f"{row['fault']}: held {float(row['held']):.2f} s (the documented bound: the retry "  # type: ignore[arg-type]
-            "window; before this round a hung PostgreSQL held each step 10 s, twice its 5 s "
-            "timeout).",
+            "window, or the store's timeout when longer; before this round a hung PostgreSQL "
+            "held each step 10 s, twice its 5 s timeout, with no retry).",
         ]
     lines += ["", f"Load average {before:.1f} at the start, {after:.1f} at the end (2 cores)."]
     return "\n".join(lines)

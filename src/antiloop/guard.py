@@ -28,8 +28,7 @@ from antiloop.errors import ApprovalDenied, StoreError
 from antiloop.events import Step, step_from_dict
 from antiloop.history import SessionState
 from antiloop.listener import Listener as Listener
-from antiloop.outage.journal import JournalFull
-from antiloop.outage.retry import replay_allowed, ride_out, time_left
+from antiloop.outage.retry import StoreOutage, replay_allowed, ride_out, time_left
 from antiloop.stores import Store
 from antiloop.verdict import Action, Verdict
 from antiloop.wrap import halt_for, wrapped
@@ -163,6 +162,7 @@ class Guard:
         self._rides = not isinstance(self.store, MemoryStore)  # memory never fails
         self._replayer: Replayer | None = None  # made at the first failure (or adoption)
         self._adopt_at = 0.0  # when to look for journals of processes that ended
+        self._down = False  # a retry window ran out, and no store call succeeded since
         self.on_store_error = on_store_error or self.config.on_store_error
         self.clock = clock
         if audit is None:  # an in-process guard keeps no log unless asked: memory stays bounded
@@ -328,11 +328,9 @@ class Guard:
                 with contextlib.suppress(StoreError):
                     self.end(sid, killed)
                 return killed
-        if self._rides:  # a failing store is ridden out; past the window, the caller's error
-            o = self.outage
-            state = ride_out(lambda: self.store.peek(sid), o.retry_window, o.backoff, o.max_backoff)
-        else:
-            state = self.store.peek(sid)
+        # a failing store is ridden out; past the window, the caller gets the StoreError
+        peek = self.store.peek
+        state = self.ride_out(lambda: peek(sid)) if self._rides else peek(sid)
         return decide.refuse(state, tool, args, agent, paths, cwd, self.policy)
 
     # -- after a call ----------------------------------------------------------------------
@@ -386,8 +384,7 @@ class Guard:
 
         self._catch_up()
         try:
-            o = self.outage
-            verdict = ride_out(attempt, o.retry_window, o.backoff, o.max_backoff)
+            verdict = self.ride_out(attempt)
         except StoreError as exc:
             verdict = self._store_failed(exc, step.session, step, ids[0])
         return step, verdict if fleet is None else fleet.after(step, verdict)
@@ -420,7 +417,23 @@ class Guard:
     def _step_event(self, step: Step, verdict: Verdict, index: int) -> AuditEvent:
         return self._audit_event("step", step, verdict, index)
 
-    # -- outages: the journal ----------------------------------------------------------------
+    # -- outages: retries and the journal ------------------------------------------------------
+
+    def ride_out(self, call: Callable[[], R]) -> R:
+        """``call()`` tried again for ``outage.retry_window`` on a StoreError (``ride_out``).
+
+        Once a window ran out, the store counts as down: later calls are tried once, with no
+        wait, until one succeeds (a long outage costs one window, not one per step).
+        """
+        o = self.outage
+        window = 0.0 if self._down else o.retry_window
+        try:
+            found = ride_out(call, window, o.backoff, o.max_backoff)
+        except StoreOutage:
+            self._down = True
+            raise
+        self._down = False
+        return found
 
     def _catch_up(self) -> None:
         """Before a step is judged: adopt dead processes' journals (now and then), replay."""
@@ -433,6 +446,8 @@ class Guard:
         if replayer is not None and len(replayer) and replay_allowed():
             left = time_left()
             replayer.replay(wait=None if left is None else max(left - 1.0, 0.0))
+            if len(replayer):  # the store failed the replay: it is down still
+                self._down = True
 
     def _journal_dir_has_files(self) -> bool:
         folder = self.outage.journal_dir
@@ -446,6 +461,8 @@ class Guard:
 
             folder = self.outage.journal_dir
             if folder is None:
+                from antiloop.outage.journal import JournalFull
+
                 raise JournalFull('no journal is kept ([outage] journal = "")')
             self._replayer = Replayer(
                 folder,
@@ -501,6 +518,7 @@ class Guard:
             )
 
         self._judged(step, str(entry["id"]), event)
+        self._down = False
 
     def replay_journal(self) -> int:
         """Put the steps journaled during an outage into the store now; how many went in.

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import json
 import os
-import socket
 import threading
 import weakref
 from pathlib import Path
@@ -154,6 +153,7 @@ class Journal:
 
     def _open(self) -> None:
         import fcntl
+        import socket
 
         from antiloop._files import make_private_dirs
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import random
 import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
@@ -88,7 +87,9 @@ def ride_out(
 
     The waits double from ``backoff`` up to ``max_backoff``, each drawn between half and all
     of it. An attempt is started only when the time left (in the window, and before the
-    deadline less ``RESERVE``) exceeds the wait plus the longest failed attempt so far.
+    deadline less ``RESERVE``) exceeds the wait plus the longest failed attempt so far. The
+    first attempt is bounded by the store's own timeout; the retries also by the window's end
+    (``deadline``), so a call waits ``max(window, the store's timeout)`` at most.
 
     Raises:
         StoreOutage: the last failure, once no attempt fits any more (``window`` 0: the first).
@@ -105,13 +106,15 @@ def ride_out(
         began = time.monotonic()
         attempts += 1
         try:
-            if window <= 0 or end <= began:  # one attempt, bounded by the store's own timeout
+            if attempts == 1 or end <= began:  # the first: the store's own timeout bounds it
                 return call()
-            with deadline(end - began):  # a store that honours it (PostgreSQL) ends in time
+            with deadline(end - began):  # a retry a store that honours it (PostgreSQL) cuts
                 return call()
         except StoreOutage:
             raise
         except StoreError as exc:
+            import random  # only on a failure: the hook path starts a process per call
+
             now = time.monotonic()
             longest = max(longest, now - began)
             pause = random.uniform(wait / 2, wait)  # noqa: S311 - jitter, not a secret

@@ -39,7 +39,7 @@ from antiloop.errors import BadStep, StoreError
 from antiloop.events import Step, step_from_dict
 from antiloop.guard import Guard
 from antiloop.outage import OutageConfig
-from antiloop.outage.retry import paused_replay, ride_out
+from antiloop.outage.retry import paused_replay
 from antiloop.redact import redact_text, redact_value
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
@@ -349,8 +349,7 @@ class Service:
                 return [self.judge(step, i, seen) for i, step in enumerate(steps)]
 
         try:
-            o = guard.outage
-            return ride_out(attempt, o.retry_window, o.backoff, o.max_backoff)
+            return guard.ride_out(attempt)
         except StoreError as exc:  # the commit failed: no step of the batch was kept
             return [self.store_failed(raw, i, exc, steps[i]) for i, raw in enumerate(batch)]
 
