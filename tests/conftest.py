@@ -41,6 +41,9 @@ if "ANTILOOP_JOURNAL" not in os.environ:
     import tempfile
 
     os.environ["ANTILOOP_JOURNAL"] = tempfile.mkdtemp(prefix="antiloop-journal-")
+# The fault tests written before the retries see each store failure at once; the outage tests
+# (tests/stores/test_outage*.py) set their retry window themselves.
+os.environ.setdefault("ANTILOOP_RETRY_WINDOW", "0")
 
 
 def missing(what: str) -> NoReturn:

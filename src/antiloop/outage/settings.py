@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,17 @@ from antiloop.errors import ConfigError
 from antiloop.suggest import unknown
 
 DEFAULT_JOURNAL = "~/.antiloop/journal"
+DEFAULT_WINDOW = 10.0
+
+
+def _env_window() -> float:
+    """``ANTILOOP_RETRY_WINDOW`` when it is a number of seconds >= 0, else 10."""
+    raw = os.environ.get("ANTILOOP_RETRY_WINDOW", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_WINDOW
+    return value if 0 <= value < float("inf") else DEFAULT_WINDOW
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +33,7 @@ class OutageConfig:
         retry_window: seconds a failing store call is retried (backoff with jitter) before
             ``on_store_error`` applies; 0 applies it at the first failure. Never past the
             request's own deadline (``antiloop serve --store-timeout``, the hook's deadline).
+            By default ``ANTILOOP_RETRY_WINDOW``, else 10 (the hooks read no ``[outage]``).
         backoff: seconds before the first retry; each wait after doubles, up to ``max_backoff``,
             and is drawn at random between half of it and all of it (jitter).
         max_backoff: the longest wait between two attempts.
@@ -36,7 +48,7 @@ class OutageConfig:
         20.0
     """
 
-    retry_window: float = 10.0
+    retry_window: float = field(default_factory=lambda: _env_window())
     backoff: float = 0.05
     max_backoff: float = 1.0
     journal: str | None = None
