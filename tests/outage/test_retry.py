@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -121,5 +120,5 @@ def test_a_live_processes_journal_is_left_alone(tmp_path: Path) -> None:
     mine.close()  # the process ends: the lock goes with it
     assert other.adopt() == 1
     assert [e["id"] for e in other.pending()] == ["x"]
-    assert len(os.listdir(other.folder)) == 1  # the old file moved into the adopter's
+    assert len(list(other.folder.iterdir())) == 1  # the old file moved into the adopter's
     other.close()
