@@ -28,7 +28,6 @@ from antiloop.errors import ApprovalDenied, StoreError
 from antiloop.events import Step, step_from_dict
 from antiloop.history import SessionState
 from antiloop.listener import Listener as Listener
-from antiloop.outage.retry import StoreOutage, replay_allowed, ride_out, time_left
 from antiloop.stores import Store
 from antiloop.verdict import Action, Verdict
 from antiloop.wrap import halt_for, wrapped
@@ -42,15 +41,11 @@ if TYPE_CHECKING:
     from antiloop.embed import Embedder
     from antiloop.fleet import Fleet
     from antiloop.outage import OutageConfig
-    from antiloop.outage.replay import Replayer
 
 __all__ = ["Guard", "LazyEmbedder", "Listener", "default_detector"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-ADOPT_EVERY = 30.0
-"""Seconds between two looks for the journals of processes that ended."""
 
 _bound_session: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "antiloop_session", default=None
@@ -157,12 +152,11 @@ class Guard:
         self.store: Store = store if store is not None else MemoryStore()
         self._retries = callable(getattr(self.store, "judge", None))
         from antiloop.outage import OutageConfig
+        from antiloop.outage.rider import Rider
 
         self.outage = outage or OutageConfig()
         self._rides = not isinstance(self.store, MemoryStore)  # memory never fails
-        self._replayer: Replayer | None = None  # made at the first failure (or adoption)
-        self._adopt_at = 0.0  # when to look for journals of processes that ended
-        self._down = False  # a retry window ran out, and no store call succeeded since
+        self.rider = Rider(self.outage, self.store, self._put_journaled, clock)
         self.on_store_error = on_store_error or self.config.on_store_error
         self.clock = clock
         if audit is None:  # an in-process guard keeps no log unless asked: memory stays bounded
@@ -382,7 +376,7 @@ class Guard:
                     ids[0] = "~" + os.urandom(12).hex()
                 raise
 
-        self._catch_up()
+        self.rider.catch_up()
         try:
             verdict = self.ride_out(attempt)
         except StoreError as exc:
@@ -417,91 +411,17 @@ class Guard:
     def _step_event(self, step: Step, verdict: Verdict, index: int) -> AuditEvent:
         return self._audit_event("step", step, verdict, index)
 
-    # -- outages: retries and the journal ------------------------------------------------------
+    # -- outages (antiloop.outage) -----------------------------------------------------------
 
     def ride_out(self, call: Callable[[], R]) -> R:
-        """``call()`` tried again for ``outage.retry_window`` on a StoreError (``ride_out``).
-
-        Once a window ran out, the store counts as down: later calls are tried once, with no
-        wait, until one succeeds (a long outage costs one window, not one per step).
-        """
-        o = self.outage
-        window = 0.0 if self._down else o.retry_window
-        try:
-            found = ride_out(call, window, o.backoff, o.max_backoff)
-        except StoreOutage:
-            self._down = True
-            raise
-        self._down = False
-        return found
-
-    def _catch_up(self) -> None:
-        """Before a step is judged: adopt dead processes' journals (now and then), replay."""
-        now = time.monotonic()
-        if now >= self._adopt_at:  # journals of processes that ended, looked for now and then
-            self._adopt_at = now + ADOPT_EVERY
-            if self._journal_dir_has_files():
-                self._journaling().adopt()
-        replayer = self._replayer
-        if replayer is not None and len(replayer) and replay_allowed():
-            left = time_left()
-            replayer.replay(wait=None if left is None else max(left - 1.0, 0.0))
-            if len(replayer):  # the store failed the replay: it is down still
-                self._down = True
-
-    def _journal_dir_has_files(self) -> bool:
-        folder = self.outage.journal_dir
-        return folder is not None and folder.is_dir() and any(folder.iterdir())
-
-    def _journaling(self) -> Replayer:
-        """The guard's journal and its replay, made on first use."""
-        if self._replayer is None:
-            from antiloop.outage.journal import store_identity
-            from antiloop.outage.replay import Replayer
-
-            folder = self.outage.journal_dir
-            if folder is None:
-                from antiloop.outage.journal import JournalFull
-
-                raise JournalFull('no journal is kept ([outage] journal = "")')
-            self._replayer = Replayer(
-                folder,
-                store_identity(self.store),
-                self.outage.journal_max_bytes,
-                self._put_journaled,
-            )
-        return self._replayer
-
-    def _keep(self, step: Step, step_id: str, verdict: Verdict, exc: StoreError) -> None:
-        """Journal a step answered without the store (raises JournalFull when it cannot)."""
-        from antiloop.redact import redact_value
-
-        data = redact_value(step.to_dict())
-        data["id"] = step_id
-        entry = {
-            "id": step_id,
-            "at": self.clock(),
-            "step": data,
-            "answered": {
-                "action": verdict.action.name.lower(),
-                "detector": verdict.detector,
-                "outcome": verdict.outcome,
-                "reason": verdict.reason,
-            },
-            "error": str(exc),
-        }
-        self._journaling().keep(entry)
+        """``call()`` tried again for ``outage.retry_window`` on a StoreError (``Rider``)."""
+        return self.rider.ride_out(call)
 
     def _put_journaled(self, entry: dict[str, Any]) -> None:
         """Record a journaled step in the store: judged, its record marked unguarded."""
-        step = step_from_dict(entry["step"])
-        answered = entry.get("answered") or {}
-        given = Verdict(
-            Action[str(answered.get("action", "continue")).upper()],
-            answered.get("detector"),
-            answered.get("outcome"),
-            reason=str(answered.get("reason", "")),
-        )
+        from antiloop.outage.rider import answered_verdict
+
+        given = answered_verdict(entry)
         at = float(entry.get("at") or self.clock())
 
         def event(step: Step, judged: Verdict, index: int) -> AuditEvent:
@@ -517,21 +437,14 @@ class Guard:
                 },
             )
 
-        self._judged(step, str(entry["id"]), event)
-        self._down = False
+        self._judged(step_from_dict(entry["step"]), str(entry["id"]), event)
 
     def replay_journal(self) -> int:
         """Put the steps journaled during an outage into the store now; how many went in.
 
         Journals left by processes that ended are adopted first.
         """
-        self._adopt_at = 0.0
-        before = self._replayer.replayed if self._replayer is not None else 0
-        self._catch_up()
-        if self._replayer is None:
-            return 0
-        self._replayer.replay()
-        return self._replayer.replayed - before
+        return self.rider.replay_now()
 
     def _check_in(self, verdict: Verdict, step: Step) -> dict[str, Any] | None:
         """What a person is shown at a budget check-in; None for any other verdict."""
@@ -562,7 +475,7 @@ class Guard:
         verdict = _store_block(str(exc)) if block else _unguarded(str(exc))
         if step is not None and self._rides:
             try:
-                self._keep(step, step_id or "~" + os.urandom(12).hex(), verdict, exc)
+                self.rider.keep(step, step_id or "~" + os.urandom(12).hex(), verdict, exc)
             except StoreError as full:
                 _log().error("%s; %s: refusing the call", message, full)
                 return _store_block(f"{exc}; {full}")

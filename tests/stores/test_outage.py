@@ -134,8 +134,8 @@ def test_server_gone_past_the_window_follows_policy_journals_then_replays(
     else:
         assert (verdict.action, verdict.detector) == (Action.BLOCK, "store")
         assert "the session is not ended" in verdict.reason
-    assert guard._replayer is not None
-    assert len(guard._replayer) == 1
+    assert guard.rider.replayer is not None
+    assert len(guard.rider.replayer) == 1
     proxy.start()
     back = guard.record(STEP)  # the journaled repeat went in first: the loop is caught now
     assert (back.action, back.detector) == (Action.STOP, "terminated")
@@ -145,7 +145,7 @@ def test_server_gone_past_the_window_follows_policy_journals_then_replays(
     assert replayed.detail["unguarded"] is True
     assert replayed.detail["judged"] == "stop"  # what the guard would have said
     assert replayed.action == ("continue" if policy == "allow" else "block")  # what it said
-    assert not len(guard._replayer)
+    assert not len(guard.rider.replayer)
     guard.store.close()
 
 
@@ -162,7 +162,9 @@ def test_a_restart_within_the_window_is_ridden_out(proxied: Any) -> None:
     finally:
         timer.join()
     assert (verdict.action, verdict.detector) == (Action.STOP, "repeat")
-    assert guard._replayer is None or guard._replayer.journal.path is None  # nothing journaled
+    assert (
+        guard.rider.replayer is None or guard.rider.replayer.journal.path is None
+    )  # nothing journaled
     guard.store.close()
 
 
