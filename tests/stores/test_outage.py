@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import socket
 import subprocess
 import sys
@@ -270,3 +271,50 @@ def test_the_log_marks_the_unguarded_window(proxied: Any, capsys: Any) -> None:
     assert "continue (unguarded)" in lines[1]
     assert "the guard's verdict then: stop" in lines[1]
     guard.store.close()
+
+
+def _hook(url: str, journal: Path, n: int) -> subprocess.CompletedProcess[bytes]:
+    """``antiloop hook claude-code`` in a process of its own, a PostToolUse of ``Read f<n>``."""
+    payload = {
+        "session_id": "hooked",
+        "cwd": "/workspace",
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": f"/workspace/f{n}"},
+        "tool_response": {"content": f"line {n}"},
+        "tool_use_id": f"use-{n}",
+    }
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTILOOP_", "CLAUDE_"))}
+    env |= {
+        "ANTILOOP_STORE": url,
+        "ANTILOOP_JOURNAL": str(journal),
+        "ANTILOOP_RETRY_WINDOW": "0",
+        "ANTILOOP_HOOKD": "0",
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "antiloop", "hook", "claude-code"],
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_hook_process_journals_and_the_next_one_replays(proxied: Any, tmp_path: Path) -> None:
+    """A hook answered while the store is down journals its step and exits; the next hook
+    process adopts that journal and records the step, marked unguarded, before its own."""
+    backend, proxy, url = proxied
+    proxy.stop()
+    first = _hook(url, tmp_path, 1)
+    assert first.returncode == 0
+    assert b"not checked" in first.stdout + first.stderr  # the agent is told, as before
+    assert len(list(tmp_path.glob("*/*.jsonl"))) == 1
+    proxy.start()
+    assert _hook(url, tmp_path, 2).returncode == 0
+    store = backend.open()
+    records = [r for r in store.audit_records("hooked") if r.kind == "step"]
+    assert ["f1" in (r.args or "") for r in records] == [True, False]
+    assert records[0].detail["unguarded"] is True
+    assert not records[1].detail.get("unguarded")
+    assert not list(tmp_path.glob("*/*.jsonl"))
