@@ -342,7 +342,7 @@ class Service:
                 steps.append(raw)  # judge() answers it as invalid
         sessions = [s.session for s in steps if isinstance(s, Step)]
         guard = self.guard
-        guard.replay_journal()  # steps journaled in an outage go in before this batch
+        guard.rider.catch_up()  # steps journaled in an outage go in before this batch
 
         def attempt() -> list[dict[str, Any]]:
             with paused_replay(), batch_of(self.store, sessions):
