@@ -376,8 +376,10 @@ class Guard:
                     ids[0] = "~" + os.urandom(12).hex()
                 raise
 
-        self.rider.catch_up()
+        failed = self.rider.catch_up()  # the journal first; its failure is this step's too
         try:
+            if failed is not None and self.rider.down:
+                raise failed
             verdict = self.ride_out(attempt)
         except StoreError as exc:
             verdict = self._store_failed(exc, step.session, step, ids[0])

@@ -49,6 +49,7 @@ class Replayer:
         self.journal = Journal(directory, store_url, max_bytes)
         self.put = put
         self.replayed = 0
+        self.failure: StoreError | None = None  # why the last replay stopped, if it did
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._starting = threading.Lock()
@@ -82,12 +83,14 @@ class Replayer:
         if not self._lock.acquire(timeout=-1 if wait is None else max(wait, 0.0)):
             return 0
         put = 0
+        self.failure = None
         try:
             for entry in self.journal.pending():
                 try:
                     self.put(entry)
                 except StoreError as exc:
                     log.warning("antiloop: replaying the journal stopped: %s", exc)
+                    self.failure = exc
                     break
                 self.journal.done(str(entry["id"]))
                 put += 1

@@ -71,8 +71,11 @@ class Rider:
         self.down = False
         return found
 
-    def catch_up(self) -> None:
-        """Before a step is judged: adopt dead processes' journals (now and then), replay."""
+    def catch_up(self) -> StoreError | None:
+        """Before a step is judged: adopt dead processes' journals (now and then), replay.
+
+        Returns the store's failure when the replay failed (the step need not try it again).
+        """
         now = time.monotonic()
         if now >= self._adopt_at:
             self._adopt_at = now + ADOPT_EVERY
@@ -80,10 +83,14 @@ class Rider:
             if folder is not None and folder.is_dir() and any(folder.iterdir()):
                 self.journaling().adopt()
         replayer = self.replayer
-        if replayer is not None and len(replayer) and replay_allowed():
-            left = time_left()
-            replayer.replay(wait=None if left is None else max(left - 1.0, 0.0))
-            self.down = bool(len(replayer))  # the replay failed: the store is down still
+        if replayer is None or not len(replayer) or not replay_allowed():
+            return None
+        left = time_left()
+        replayer.replay(wait=None if left is None else max(left - 1.0, 0.0))
+        if not len(replayer):
+            return None
+        self.down = True  # the replay failed: the store is down still
+        return replayer.failure
 
     def replay_now(self) -> int:
         """Adopt and replay now, waiting for a replay under way; how many steps went in."""
