@@ -475,7 +475,7 @@ class Guard:
         message = f"antiloop: store {self.store.url} failed for session {session!r}: {exc}"
         block = self.on_store_error == "block"
         verdict = _store_block(str(exc)) if block else _unguarded(str(exc))
-        if step is not None and self._rides:
+        if step is not None and self._rides and self.outage.journal_dir is not None:
             try:
                 self.rider.keep(step, step_id or "~" + os.urandom(12).hex(), verdict, exc)
             except StoreError as full:

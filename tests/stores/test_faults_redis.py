@@ -26,11 +26,13 @@ from tests.stores.conftest import free_port
 from tests.stores.faults import store_failed, tally
 
 from antiloop import Guard, GuardConfig, Step
+from antiloop.outage import OutageConfig
 from antiloop.verdict import Action, Verdict
 
 pytestmark = pytest.mark.redis
 
 CONFIG = GuardConfig(detectors=("repeat", "cycle"), embedder="ngram")
+NO_JOURNAL = OutageConfig(retry_window=0, journal="")
 COMMIT_MARK = b"'locked'"  # a word only the commit script carries
 
 
@@ -255,7 +257,11 @@ def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
     def work(w: int) -> None:
         session = f"w{w}"
         guard = Guard(
-            store=redis_server.url(timeout=1), config=CONFIG, audit=True, on_store_error=policy
+            store=redis_server.url(timeout=1),
+            config=CONFIG,
+            audit=True,
+            on_store_error=policy,
+            outage=NO_JOURNAL,  # the store's own durability; the journal's is test_outage*.py
         )
         got = verdicts[session] = []
         n = -1
