@@ -1017,7 +1017,13 @@ def _sentinel_master(url: str, timeout: float, sentinel_password: str | None = N
 
     sentinel: Any = Sentinels(
         hosts,
-        sentinel_kwargs={**socket, **tls, "password": sentinel_password},
+        # one try a sentinel: redis-py's default retries cost seconds when one is down
+        sentinel_kwargs={
+            **socket,
+            **tls,
+            "password": sentinel_password,
+            "retry": Retry(NoBackoff(), 0),
+        },
         **socket,
         **tls,
     )
