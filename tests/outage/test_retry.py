@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from antiloop.errors import ConfigError, StoreError
+from antiloop.core.errors import ConfigError, StoreError
 from antiloop.outage import OutageConfig, StoreOutage, deadline, ride_out, time_left
 from antiloop.outage.journal import Journal, JournalFull
 

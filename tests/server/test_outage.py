@@ -10,8 +10,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from antiloop.config import GuardConfig
-from antiloop.errors import StoreError
-from antiloop.history import SessionState
+from antiloop.core.errors import StoreError
+from antiloop.core.history import SessionState
 from antiloop.outage import OutageConfig
 from antiloop.server import Service, create_app
 from antiloop.stores.sqlite import SQLiteStore

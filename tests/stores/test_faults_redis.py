@@ -26,8 +26,8 @@ from tests.stores.conftest import free_port
 from tests.stores.faults import store_failed, tally
 
 from antiloop import Guard, GuardConfig, Step
+from antiloop.core.verdict import Action, Verdict
 from antiloop.outage import OutageConfig
-from antiloop.verdict import Action, Verdict
 
 pytestmark = pytest.mark.redis
 

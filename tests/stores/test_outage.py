@@ -19,8 +19,8 @@ import pytest
 
 from antiloop import Guard, GuardConfig, Step
 from antiloop.cli import main
+from antiloop.core.verdict import Action
 from antiloop.outage import OutageConfig, deadline
-from antiloop.verdict import Action
 
 from .conftest import Backend
 

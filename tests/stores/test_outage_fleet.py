@@ -32,9 +32,9 @@ from tests.stores.test_faults_postgres import Cluster
 from tests.stores.test_faults_redis import RedisServer
 
 from antiloop import Guard, GuardConfig, Step
+from antiloop.core.verdict import Action
 from antiloop.outage import OutageConfig
 from antiloop.stores import open_store
-from antiloop.verdict import Action
 
 pytestmark = pytest.mark.redis
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from antiloop.errors import ConfigError, StoreError
+from antiloop.core.errors import ConfigError, StoreError
 from antiloop.stores import open_store
 
 

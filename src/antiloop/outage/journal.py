@@ -6,7 +6,7 @@ step is one JSON line, written and fsync'd before the step is answered; a replay
 a ``{"done": id}`` line, and a file whose steps are all done is removed. A journal left by a
 process that died (its lock free) is adopted by the next guard of the same store: its
 pending steps are copied into the adopter's file (fsync'd), then the old file is removed.
-The texts are redacted before they are written (``antiloop.redact``), as in the audit log.
+The texts are redacted before they are written (``antiloop.core.redact``), as in the audit log.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
 
 __all__ = ["Journal", "JournalFull", "store_identity"]
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
 from antiloop.outage.journal import Journal
 
 __all__ = ["Replayer"]

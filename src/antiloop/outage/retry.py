@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
 
 __all__ = [
     "RESERVE",

@@ -13,15 +13,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
 from antiloop.outage.retry import StoreOutage, replay_allowed, ride_out, time_left
 from antiloop.outage.settings import OutageConfig
 
 if TYPE_CHECKING:
-    from antiloop.events import Step
+    from antiloop.core.step import Step
+    from antiloop.core.verdict import Verdict
     from antiloop.outage.replay import Replayer
     from antiloop.stores import Store
-    from antiloop.verdict import Verdict
 
 __all__ = ["ADOPT_EVERY", "Rider", "answered_verdict"]
 
@@ -126,7 +126,7 @@ class Rider:
         Raises:
             JournalFull: the journal cannot take it.
         """
-        from antiloop.redact import redact_value
+        from antiloop.core.redact import redact_value
 
         data = redact_value(step.to_dict())
         data["id"] = step_id
@@ -151,7 +151,7 @@ class Rider:
 
 def answered_verdict(entry: dict[str, Any]) -> Verdict:
     """The verdict a journaled step was answered with."""
-    from antiloop.verdict import Action, Verdict
+    from antiloop.core.verdict import Action, Verdict
 
     answered = entry.get("answered") or {}
     return Verdict(

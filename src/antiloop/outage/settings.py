@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import ConfigError
-from antiloop.suggest import unknown
+from antiloop.core.errors import ConfigError
+from antiloop.core.suggest import unknown
 
 DEFAULT_JOURNAL = "~/.antiloop/journal"
 DEFAULT_WINDOW = 10.0

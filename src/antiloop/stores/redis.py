@@ -67,8 +67,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from antiloop.errors import MissingExtra, StoreError
-from antiloop.history import SessionState
+from antiloop.core.errors import MissingExtra, StoreError
+from antiloop.core.history import SessionState
 from antiloop.stores._common import (
     Records,
     approval_from_json,
@@ -984,7 +984,7 @@ def _sentinel_master(url: str, timeout: float, sentinel_password: str | None = N
     from redis.retry import Retry
     from redis.sentinel import MasterNotFoundError, Sentinel
 
-    from antiloop.errors import ConfigError
+    from antiloop.core.errors import ConfigError
 
     parts = urlsplit(url)
     where = hide_password(url)
