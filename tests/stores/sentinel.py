@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import pytest
 from tests.stores.conftest import free_port
 
 NAME = "antiloop-master"
+"""The master's name, with a suffix of each group's own (sentinels of another group ignore it)."""
 
 
 def _redis_binary() -> str:
@@ -39,11 +41,12 @@ class SentinelGroup:
         self.ports = {"a": free_port(), "b": free_port(), "c": free_port()}
         self.sentinel_ports = [free_port() for _ in range(3)]
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.name = f"{NAME}-{uuid.uuid4().hex[:6]}"
 
     @property
     def url(self) -> str:
         hosts = ",".join(f"127.0.0.1:{p}" for p in self.sentinel_ports)
-        return f"redis+sentinel://{hosts}/{NAME}/0"
+        return f"redis+sentinel://{hosts}/{self.name}/0"
 
     def start(self) -> None:
         """Start the master, its replica and the sentinels; wait until all three see both."""
@@ -54,10 +57,10 @@ class SentinelGroup:
             conf = self.directory / f"sentinel-{n}.conf"
             conf.write_text(
                 f"port {port}\nbind 127.0.0.1\ndir {self.directory}\n"
-                f"sentinel monitor {NAME} 127.0.0.1 {self.ports['a']} 2\n"
-                f"sentinel down-after-milliseconds {NAME} 1000\n"
-                f"sentinel failover-timeout {NAME} 4000\n"
-                f"sentinel parallel-syncs {NAME} 1\n"
+                f"sentinel monitor {self.name} 127.0.0.1 {self.ports['a']} 2\n"
+                f"sentinel down-after-milliseconds {self.name} 1000\n"
+                f"sentinel failover-timeout {self.name} 4000\n"
+                f"sentinel parallel-syncs {self.name} 1\n"
             )
             self.processes[f"s{n}"] = self._spawn([str(conf), "--sentinel"], f"sentinel-{n}")
         self.wait(lambda: all(self._replicas_seen(p) >= 2 for p in self.sentinel_ports), "ready")
@@ -66,7 +69,7 @@ class SentinelGroup:
     def master_port(self) -> int | None:
         """The master's port, as the first sentinel that answers names it."""
         for port in self.sentinel_ports:
-            reply = self._cli(port, "SENTINEL", "get-master-addr-by-name", NAME)
+            reply = self._cli(port, "SENTINEL", "get-master-addr-by-name", self.name)
             lines = reply.split()
             if len(lines) == 2 and lines[1].isdigit():
                 return int(lines[1])
@@ -74,6 +77,7 @@ class SentinelGroup:
 
     def kill_master(self) -> str:
         """SIGKILL the current master; returns its name (``a`` or ``b``)."""
+        self.wait(lambda: self.master_port() in self.ports.values(), "a master named")
         port = self.master_port()
         name = next(k for k, v in self.ports.items() if v == port)
         process = self.processes[name]
@@ -104,7 +108,7 @@ class SentinelGroup:
         return new
 
     def _master_of(self, sentinel: int) -> int | None:
-        words = self._cli(sentinel, "SENTINEL", "get-master-addr-by-name", NAME).split()
+        words = self._cli(sentinel, "SENTINEL", "get-master-addr-by-name", self.name).split()
         return int(words[1]) if len(words) == 2 and words[1].isdigit() else None
 
     def restart(self, name: str) -> None:
@@ -166,21 +170,21 @@ class SentinelGroup:
 
         wire = f"*{len(command)}\r\n" + "".join(f"${len(c)}\r\n{c}\r\n" for c in command)
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
                 s.sendall(wire.encode())
                 return _parse(s)
         except OSError:
             return ""
 
     def _replicas_seen(self, port: int) -> int:
-        reply = self._cli(port, "SENTINEL", "master", NAME)
+        reply = self._cli(port, "SENTINEL", "master", self.name)
         words = reply.split()
         if "num-slaves" in words:
             return int(words[words.index("num-slaves") + 1])
         return 0
 
     def _sentinels_seen(self) -> int:
-        reply = self._cli(self.sentinel_ports[0], "SENTINEL", "master", NAME)
+        reply = self._cli(self.sentinel_ports[0], "SENTINEL", "master", self.name)
         words = reply.split()
         if "num-other-sentinels" in words:
             return int(words[words.index("num-other-sentinels") + 1])
