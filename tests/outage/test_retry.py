@@ -122,3 +122,34 @@ def test_a_live_processes_journal_is_left_alone(tmp_path: Path) -> None:
     assert [e["id"] for e in other.pending()] == ["x"]
     assert len(list(other.folder.iterdir())) == 1  # the old file moved into the adopter's
     other.close()
+
+
+def test_threads_failing_at_once_share_one_journal(tmp_path: Path) -> None:
+    """Many threads journaling their first step at once: one journal holds every step."""
+    import threading
+
+    from antiloop.core.step import Step
+    from antiloop.core.verdict import Verdict
+    from antiloop.outage.rider import Rider
+    from antiloop.stores.memory import MemoryStore
+
+    def down(entry: object) -> None:  # the store stays down: nothing is replayed meanwhile
+        raise StoreError("down")
+
+    rider = Rider(OutageConfig(journal=str(tmp_path)), MemoryStore(), put=down)
+    start = threading.Barrier(16)
+
+    def fail(n: int) -> None:
+        start.wait()
+        step = Step(tool="read", args={"path": f"f{n}"}, session="s")
+        rider.keep(step, f"id-{n}", Verdict.ok("unguarded"), StoreError("down"))
+
+    threads = [threading.Thread(target=fail, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert rider.replayer is not None
+    assert len(rider.replayer) == 16
+    assert len(list(tmp_path.glob("*/*.jsonl"))) == 1
+    rider.replayer.close()

@@ -9,6 +9,7 @@ step is the guard's own ``put`` (it judges it into the store).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -55,6 +56,7 @@ class Rider:
         self.replayer: Replayer | None = None  # made at the first failure (or adoption)
         self.down = False  # a retry window ran out, and no store call succeeded since
         self._adopt_at = 0.0
+        self._making = threading.Lock()
 
     def ride_out(self, call: Callable[[], T]) -> T:
         """``call()`` tried again for ``retry_window`` seconds on a StoreError.
@@ -108,17 +110,18 @@ class Rider:
         Raises:
             JournalFull: no journal is kept (``journal = ""``).
         """
-        if self.replayer is None:
-            from antiloop.outage.journal import JournalFull, store_identity
-            from antiloop.outage.replay import Replayer
+        with self._making:  # one journal however many threads fail at once
+            if self.replayer is None:
+                from antiloop.outage.journal import JournalFull, store_identity
+                from antiloop.outage.replay import Replayer
 
-            folder = self.config.journal_dir
-            if folder is None:
-                raise JournalFull('no journal is kept ([outage] journal = "")')
-            self.replayer = Replayer(
-                folder, store_identity(self.store), self.config.journal_max_bytes, self._put
-            )
-        return self.replayer
+                folder = self.config.journal_dir
+                if folder is None:
+                    raise JournalFull('no journal is kept ([outage] journal = "")')
+                self.replayer = Replayer(
+                    folder, store_identity(self.store), self.config.journal_max_bytes, self._put
+                )
+            return self.replayer
 
     def keep(self, step: Step, step_id: str, verdict: Verdict, exc: StoreError) -> None:
         """Journal a step answered without the store (its texts redacted).
