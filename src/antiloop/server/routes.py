@@ -151,7 +151,7 @@ def api_routes(service: Service) -> APIRouter:
         if len(items) > MAX_BATCH:
             return JSONResponse({"error": f"at most {MAX_BATCH} steps per request"}, 413)
         try:
-            verdicts = await service.call(service.judge_all, items)
+            verdicts = await service.groups.judge(items)  # with the requests in flight
         except StoreTimeout as exc:  # the store hung: each step follows on_store_error
             verdicts = [service.store_failed(raw, i, exc) for i, raw in enumerate(items)]
         return JSONResponse({"verdicts": verdicts} if many else verdicts[0])

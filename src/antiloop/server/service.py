@@ -39,6 +39,7 @@ from antiloop.errors import BadStep, StoreError
 from antiloop.events import Step, step_from_dict
 from antiloop.guard import Guard
 from antiloop.redact import redact_text, redact_value
+from antiloop.server.groups import StepGroups
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
 from antiloop.stores.split import batch_of
@@ -181,6 +182,7 @@ class Service:
         self.recent = RecentVerdicts()
         self.limits = limits or Limits()
         self.call = StoreCalls(self.limits)
+        self.groups = StepGroups(self)  # POST /v1/steps: requests judged together
 
     def hook(self, dialect: str, body: bytes) -> dict[str, Any]:
         """Answer one Claude Code (or Gemini, Codex) hook delivered over HTTP.
@@ -317,16 +319,19 @@ class Service:
         self._remember(step, wire)
         return wire  # type: ignore[no-any-return]
 
-    def judge_all(self, batch: list[Any]) -> list[dict[str, Any]]:
+    def judge_all(self, batch: list[Any], indexes: list[int] | None = None) -> list[dict[str, Any]]:
         """The wire verdicts of a batch, judged in order (one intervention read per session).
 
         A store with ``batch()`` judges the batch as one: SQLite in one transaction (one
         commit); Redis (and Redis + PostgreSQL) with one read of all its sessions and one save
         of them all with every record (``antiloop.stores.redis.RedisStore.batch``).
+        ``indexes``: each step's index in its own request (a group of requests,
+        ``antiloop.server.groups``); by default its place in ``batch``.
         """
+        at = indexes or range(len(batch))
         seen: dict[str, tuple[str | None, list[str]]] = {}
         if len(batch) < 2 or not callable(getattr(self.store, "batch", None)):
-            return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+            return [self.judge(raw, i, seen) for i, raw in zip(at, batch, strict=True)]
         steps: list[Any] = []
         for raw in batch:
             try:
@@ -336,9 +341,9 @@ class Service:
         sessions = [s.session for s in steps if isinstance(s, Step)]
         try:
             with batch_of(self.store, sessions):
-                return [self.judge(step, i, seen) for i, step in enumerate(steps)]
+                return [self.judge(step, i, seen) for i, step in zip(at, steps, strict=True)]
         except StoreError as exc:  # the commit failed: no step of the batch was kept
-            return [self.store_failed(raw, i, exc) for i, raw in enumerate(batch)]
+            return [self.store_failed(raw, i, exc) for i, raw in zip(at, batch, strict=True)]
 
     def store_failed(self, raw: Any, index: int, exc: Exception) -> dict[str, Any]:
         """The wire verdict ``on_store_error`` gives a step the store did not judge in time."""
