@@ -47,57 +47,83 @@ P99_MS = 25.0
 CLIENTS = 2
 SESSIONS = 2000
 
-# What a sampled stack was doing, by the first frame (innermost first) that names it.
+# What a sampled stack was doing: a wait, by its innermost frame; else the kind of the innermost
+# frame that names one (py-spy writes a frame as "function (path/inside/site-packages.py:line)").
+WAITS = (
+    "Condition.wait (",
+    "Lock.acquire",
+    "Event.wait (",
+    "Queue.get (",
+    "_read_from_socket (",
+    "psycopg/waiting",
+    "(psycopg/connection.py:479",
+    "Runner.run (asyncio/runners.py",
+    "select (",
+    "poll (",
+)
 KINDS: list[tuple[str, tuple[str, ...]]] = [
-    ("Redis client (redis-py: pack, send, parse)", ("/redis/",)),
-    ("PostgreSQL client (psycopg)", ("/psycopg/", "/psycopg_binary/")),
-    ("SQLite (sqlite3 calls)", ("stores/sqlite.py", "stores/_sqlite_link.py")),
-    ("state codec (encode, decode)", ("stores/codec.py",)),
-    ("audit record (build, redact, hash)", ("auditlog.py", "stores/_common.py (chain")),
-    ("redaction of the answer", ("redact.py",)),
+    ("Redis client (redis-py)", ("(redis/",)),
+    ("PostgreSQL client (psycopg)", ("(psycopg/", "(psycopg_binary/")),
+    ("SQLite (sqlite3 calls)", ("(antiloop/stores/sqlite.py", "(antiloop/stores/_sqlite_link.py")),
+    ("state codec", ("(antiloop/stores/codec.py",)),
+    ("audit records (build, redact, hash)", ("(antiloop/stores/auditlog.py", "(antiloop/audit.py")),
+    ("redaction", ("(antiloop/redact.py",)),
     (
         "judging (decide, detectors, canonical, readings)",
-        (
-            "antiloop/decide.py",
-            "antiloop/detectors",
-            "antiloop/canonical.py",
-            "antiloop/_shell",
-            "antiloop/readings",
-            "antiloop/deferred.py",
-            "antiloop/fingerprint.py",
-            "antiloop/history.py",
-            "antiloop/semantic.py",
-            "antiloop/_rules.py",
-            "antiloop/_patterns.py",
-            "antiloop/_shapes.py",
-            "antiloop/stagnation.py",
-            "antiloop/verdict.py",
-            "antiloop/events.py",
+        tuple(
+            f"(antiloop/{m}"
+            for m in (
+                "decide.py",
+                "detectors",
+                "canonical.py",
+                "_shell",
+                "readings",
+                "deferred.py",
+                "fingerprint.py",
+                "history.py",
+                "semantic.py",
+                "_rules.py",
+                "_patterns.py",
+                "_shapes.py",
+                "stagnation.py",
+                "verdict.py",
+                "events.py",
+                "budgets.py",
+            )
         ),
     ),
     (
-        "store glue (stores/*, guard, service)",
-        ("antiloop/stores/", "antiloop/guard.py", "antiloop/server/service.py", "antiloop/fleet/"),
+        "stores, guard and service (glue)",
+        (
+            "(antiloop/stores/",
+            "(antiloop/guard.py",
+            "(antiloop/server/service.py",
+            "(antiloop/fleet/",
+            "(antiloop/server/groups.py",
+        ),
     ),
     (
-        "thread hand-off (anyio, threading, queue)",
-        ("/anyio/", "threading.py", "/queue.py", "concurrent/futures"),
+        "threads (anyio, threading, executor)",
+        ("(anyio/", "(threading.py", "(queue.py", "(concurrent/"),
     ),
     (
         "HTTP (uvicorn, starlette, fastapi, routes, JSON)",
         (
-            "/uvicorn/",
-            "/starlette/",
-            "/fastapi/",
-            "/httptools/",
-            "antiloop/server/",
-            "json/",
-            "/pydantic",
-            "asyncio/",
-            "uvloop",
+            "(uvicorn/",
+            "(starlette/",
+            "(fastapi/",
+            "(httptools/",
+            "(antiloop/server/",
+            "(json/",
+            "(pydantic",
+            "(asyncio/",
+            "(sniffio/",
+            "(contextlib.py",
         ),
     ),
 ]
+OTHER = "other (interpreter, stdlib)"
+WAITING = "waiting (a lock, a socket, the event loop idle)"
 
 
 def _postgres() -> str | None:
@@ -166,7 +192,8 @@ def _profile(
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         return None
-    out = here / f"spy-{process.pid}.txt"
+    keep = os.environ.get("BENCH_SPY_DIR")  # keep the raw stacks there (for a flame graph)
+    out = (Path(keep) if keep else here) / f"spy-{process.pid}.txt"
     sampler = subprocess.Popen(
         [
             spy,
@@ -199,12 +226,14 @@ def _profile(
 
 
 def _kind(frames: list[str]) -> str:
-    """The kind of the innermost frame that names one (py-spy: outermost first)."""
+    """A wait, or the kind of the innermost frame that names one (py-spy: outermost first)."""
+    if any(w in frames[-1] for w in WAITS):
+        return WAITING
     for frame in reversed(frames):
         for kind, marks in KINDS:
             if any(m in frame for m in marks):
                 return kind
-    return "other (interpreter, stdlib)"
+    return OTHER
 
 
 def run(quick: bool = False) -> str:
@@ -348,17 +377,19 @@ def _section(
         *checks,
     ]
     if profiles:
-        kinds = [k for k, _ in KINDS] + ["other (interpreter, stdlib)"]
+        kinds = [WAITING] + [k for k, _ in KINDS] + [OTHER]
         names = list(profiles)
         lines += [
             "",
             "### Where a replica's time goes (py-spy, single steps)",
             "",
             "`py-spy record --format raw --rate 250 --nonblocking` on the replica under the "
-            "single-step load (half as many requests again); each sample is counted once, under "
+            "single-step load (half as many requests again), every thread py-spy takes for "
+            "active. Each sample is counted once: as `waiting` when its innermost frame waits "
+            "(a lock, a condition, a socket read, the event loop with nothing to do), else under "
             "the innermost frame that names a kind below (so `judging` is the core's own time, "
-            "`HTTP` what is left of a request outside the store and the guard). Idle threads "
-            "are left out. Shares of the samples:",
+            "`HTTP` what a request costs outside the store and the guard). Shares of the "
+            "samples:",
             "",
             "| what | " + " | ".join(names) + " |",
             "|---|" + "---:|" * len(names),

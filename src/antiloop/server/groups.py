@@ -1,7 +1,7 @@
 """Group commit: the steps of requests that arrive together are judged as one batch.
 
 ``POST /v1/steps`` requests do not each take a worker thread and a store round of their own:
-they queue, and one drainer at a time takes every request waiting (up to ``MAX_GROUP`` steps)
+they queue, and one group at a time takes every request waiting (up to ``MAX_GROUP`` steps)
 and judges their steps in order as one batch (``Service.judge_all``: on SQLite one transaction
 and one commit, on Redis one read and one save script, on split one PostgreSQL transaction for
 the records). Under no load a group is one request, judged at once; under load the group is
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from antiloop.server.limits import StoreTimeout
@@ -31,40 +32,69 @@ __all__ = ["MAX_GROUP", "StepGroups"]
 MAX_GROUP = 256
 """Steps one group takes at most (a request larger than that is a group of its own)."""
 
-Waiting = tuple[list[Any], "asyncio.Future[list[dict[str, Any]]]"]
+Waiting = tuple[list[Any], asyncio.Future[list[dict[str, Any]]]]
 
 
 class StepGroups:
-    """Judges the steps of concurrent requests in groups, one group at a time."""
+    """Judges the steps of concurrent requests in groups, one group at a time.
+
+    All of it runs in callbacks of the event loop (no task per request or group): a request
+    queues with a deadline, and the group's thread, when done, starts the next group.
+    """
 
     def __init__(self, service: Service, most: int = MAX_GROUP) -> None:
         self.service = service
         self.most = most
         self._queue: deque[Waiting] = deque()
-        self._draining: asyncio.Task[None] | None = None  # the drainer, while it runs
+        self._running: object | None = None  # the group being judged (None: idle)
+        self._pool: ThreadPoolExecutor | None = None
 
     async def judge(self, steps: list[Any]) -> list[dict[str, Any]]:
         """The wire verdicts of one request's steps (``StoreTimeout`` past the deadline)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[list[dict[str, Any]]] = loop.create_future()
         self._queue.append((steps, future))
-        if self._draining is None:
-            self._draining = loop.create_task(self._drain())
-        timeout = self.service.call.timeout
+        deadline = loop.call_later(self.service.call.timeout, self._expire, future)
+        if self._running is None:
+            self._next(loop)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
-        except TimeoutError:
-            future.cancel()  # not judged if still queued
-            raise StoreTimeout(f"the store did not answer within {timeout:g} s") from None
-
-    async def _drain(self) -> None:
-        try:
-            while self._queue:
-                group = self._take()
-                if group:
-                    await self._judge(group)
+            return await future
         finally:
-            self._draining = None
+            deadline.cancel()
+
+    def _expire(self, future: asyncio.Future[list[dict[str, Any]]]) -> None:
+        """A request's deadline: its steps follow on_store_error (not judged if still queued)."""
+        if not future.done():
+            timeout = self.service.call.timeout
+            future.set_exception(StoreTimeout(f"the store did not answer within {timeout:g} s"))
+
+    def _next(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Start judging the requests waiting, if any, in a worker thread."""
+        group = self._take()
+        if not group:
+            self._running = None
+            return
+        if self._pool is None:
+            threads = self.service.limits.store_threads
+            self._pool = ThreadPoolExecutor(threads, thread_name_prefix="antiloop-steps")
+        flat = [step for steps, _ in group for step in steps]
+        indexes = [index for steps, _ in group for index in range(len(steps))]
+        token = self._running = object()
+        judged = loop.run_in_executor(self._pool, self.service.judge_all, flat, indexes)
+        # A group the store does not judge in time is left to its thread; the next one goes.
+        late = loop.call_later(self.service.call.timeout, self._moved_on, loop, token)
+
+        def done(judged: asyncio.Future[list[dict[str, Any]]]) -> None:
+            late.cancel()
+            _answer(group, judged)
+            if self._running is token:
+                self._next(loop)
+
+        judged.add_done_callback(done)
+
+    def _moved_on(self, loop: asyncio.AbstractEventLoop, token: object) -> None:
+        if self._running is token:
+            self._next(loop)
 
     def _take(self) -> list[Waiting]:
         """The requests waiting, in order, up to ``most`` steps (at least one request)."""
@@ -79,21 +109,18 @@ class StepGroups:
             count += len(steps)
         return group
 
-    async def _judge(self, group: list[Waiting]) -> None:
-        flat = [step for steps, _ in group for step in steps]
-        indexes = [index for steps, _ in group for index in range(len(steps))]
-        try:
-            verdicts = await self.service.call(self.service.judge_all, flat, indexes)
-        except BaseException as exc:  # StoreTimeout, or a fault: every waiter hears it
-            for _, future in group:
-                if not future.done():
-                    future.set_exception(exc)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        start = 0
-        for steps, future in group:
-            mine = verdicts[start : start + len(steps)]
-            start += len(steps)
+
+def _answer(group: list[Waiting], judged: asyncio.Future[list[dict[str, Any]]]) -> None:
+    """Hand each request its verdicts, or the group's error."""
+    error = judged.exception() if not judged.cancelled() else StoreTimeout("cancelled")
+    if error is not None:
+        for _, future in group:
             if not future.done():
-                future.set_result(mine)
+                future.set_exception(error)
+        return
+    verdicts = judged.result()
+    start = 0
+    for steps, future in group:
+        if not future.done():
+            future.set_result(verdicts[start : start + len(steps)])
+        start += len(steps)

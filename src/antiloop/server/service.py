@@ -248,7 +248,10 @@ class Service:
 
     def identity(self, request: Request) -> str | None:
         """Who the request's token belongs to (``dashboard`` for the service token), or None."""
-        given = request.headers.get("authorization", "").encode()
+        return self.identity_of(request.headers.get("authorization", "").encode())
+
+    def identity_of(self, given: bytes) -> str | None:
+        """Who an ``Authorization`` header's token belongs to, or None."""
         found = DEFAULT_IDENTITY if hmac.compare_digest(given, self._token) else None
         for expected, name in self._identities:  # every one compared: no timing tells which
             if hmac.compare_digest(given, expected) and found is None:
