@@ -48,6 +48,7 @@ class StepGroups:
         self._queue: deque[Waiting] = deque()
         self._running: object | None = None  # the group being judged (None: idle)
         self._pool: ThreadPoolExecutor | None = None
+        self.judged = 0  # groups started
 
     async def judge(self, steps: list[Any]) -> list[dict[str, Any]]:
         """The wire verdicts of one request's steps (``StoreTimeout`` past the deadline)."""
@@ -80,6 +81,7 @@ class StepGroups:
         flat = [step for steps, _ in group for step in steps]
         indexes = [index for steps, _ in group for index in range(len(steps))]
         token = self._running = object()
+        self.judged += 1
         judged = loop.run_in_executor(self._pool, self.service.judge_all, flat, indexes)
         # A group the store does not judge in time is left to its thread; the next one goes.
         late = loop.call_later(self.service.call.timeout, self._moved_on, loop, token)
