@@ -54,11 +54,12 @@ WAITS = (
     "Lock.acquire",
     "Event.wait (",
     "Queue.get (",
-    "_read_from_socket (",
+    "read_from_socket (",
     "psycopg/waiting",
     "(psycopg/connection.py:479",
     "Runner.run (asyncio/runners.py",
     "select (",
+    "_worker (concurrent/futures/thread.py",
     "poll (",
 )
 KINDS: list[tuple[str, tuple[str, ...]]] = [

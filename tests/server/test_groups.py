@@ -131,3 +131,24 @@ def test_a_hung_store_costs_each_queued_request_the_timeout_then_the_next_group_
     assert took < 5  # each waited its own 0.5 s, not one after another
     assert later[0]["action"] == "continue"
     assert later[0]["reason"] == ""
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [
+        {"index": 0, "action": "continue", "detector": None, "reason": "", "hint": "", "n": 1.5},
+        {"reason": "ran `mysql -phunter2 -e x` twice", "fingerprint": "AGENT::a::b::c::d"},
+        {"session": "sk-abcdefghijklmnopqrstuvwx1234", "token": "t0k3n", "password": None},
+        {
+            "evidence": ["AKIAABCDEFGHIJKLMNOP", 3],
+            "session_key": "x9Qz7Lp2Vr8Kt4Wm6Ny1",
+            "ok": True,
+        },
+    ],
+)
+def test_an_answer_is_redacted_as_redact_value_redacts_it(wire: dict[str, Any]) -> None:
+    """The verdict's own redaction (its keys' checks made once) equals ``redact_value``."""
+    from antiloop.server.service import _redacted
+
+    assert _redacted(dict(wire)) == redact_value(wire)
+    assert _redacted(dict(wire)) == redact_value(wire)  # a second time: from the key memo

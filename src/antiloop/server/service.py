@@ -38,7 +38,7 @@ from antiloop.config import GuardConfig
 from antiloop.errors import BadStep, StoreError
 from antiloop.events import Step, step_from_dict
 from antiloop.guard import Guard
-from antiloop.redact import redact_text, redact_value
+from antiloop.redact import _weak_key, is_sensitive_key, redact_text, redact_value
 from antiloop.server.groups import StepGroups
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
@@ -318,9 +318,9 @@ class Service:
         wire["hint"] = verdict.hint
         wire["session"] = sid
         wire["escalate_to"] = verdict.escalate_to
-        wire = redact_value(wire)
+        wire = _redacted(wire)
         self._remember(step, wire)
-        return wire  # type: ignore[no-any-return]
+        return wire
 
     def judge_all(self, batch: list[Any], indexes: list[int] | None = None) -> list[dict[str, Any]]:
         """The wire verdicts of a batch, judged in order (one intervention read per session).
@@ -426,6 +426,28 @@ class Service:
         }
         self.recent[step.session].append(event)
         self.hub.publish("verdict", event)
+
+
+_PLAIN_KEYS: dict[str, bool] = {}
+"""A verdict's keys, and whether ``redact_value`` treats the key as it treats any other."""
+
+
+def _redacted(wire: dict[str, Any]) -> dict[str, Any]:
+    """``redact_value(wire)`` for a flat verdict: each key's checks made once per process."""
+    out: dict[str, Any] = {}
+    for key, value in wire.items():
+        plain = _PLAIN_KEYS.get(key)
+        if plain is None:
+            plain = not is_sensitive_key(key) and not _weak_key(key)
+            if len(_PLAIN_KEYS) < 64:
+                _PLAIN_KEYS[key] = plain
+        if isinstance(value, str) and plain:
+            out[key] = redact_text(value) if value else value
+        elif value is None or (plain and isinstance(value, int | float)):
+            out[key] = value
+        else:  # a secret-looking key, a list (evidence): as redact_value does it
+            out[key] = redact_value({key: value})[key]
+    return out
 
 
 def _jsonable(value: Any) -> Any:
