@@ -273,8 +273,32 @@ def run(quick: bool = False) -> str:
                 )
             else:
                 notes.append("PostgreSQL was not reachable (BENCH_POSTGRES): no split rows.")
+            before = os.environ.get("BENCH_BEFORE")  # "<commit>=<its src directory>"
+            if before:  # the same replicas on an earlier antiloop, in the same run
+                commit, _, src = before.partition("=")
+                stores += [  # a Redis prefix, file and schema of their own
+                    (
+                        f"{name}, before ({commit})",
+                        [
+                            *(
+                                a.replace("prefix=svc", "prefix=old")
+                                .replace("bench.db", "before.db")
+                                .replace(f"schema={schema}", f"schema={schema}_old")
+                                for a in args
+                            ),
+                            "--before",
+                            src,
+                        ],
+                    )
+                    for name, args in stores
+                    if args is not None
+                ]
             offset = 10_000_000
             for name, args in stores:
+                run_env = env
+                if args is not None and "--before" in args:
+                    run_env = {**env, "PYTHONPATH": args[-1]}
+                    args = args[:-2]
                 argv = (
                     [sys.executable, "-m", "bench.capacity_floor"]
                     if args is None
@@ -290,9 +314,10 @@ def run(quick: bool = False) -> str:
                         *args,
                     ]
                 )
-                process, port = _spawn(argv, here / f"{name}.log", env)
+                log = here / f"{name.split(',')[0]}-{len(results)}.log"
+                process, port = _spawn(argv, log, run_env)
                 try:
-                    watch = redis if name in ("redis", "split") else None
+                    watch = redis if name.startswith(("redis", "split")) else None
                     results[name] = _measure(pool, process, port, watch, n, nb, offset)
                     offset += 10_000_000
                     if args is not None:
@@ -307,8 +332,9 @@ def run(quick: bool = False) -> str:
             pool.close()
             redis.stop()
             if base is not None:
-                with contextlib.suppress(Exception):
-                    _drop_schema(base, schema)
+                for name in (schema, f"{schema}_old"):
+                    with contextlib.suppress(Exception):
+                        _drop_schema(base, name)
     end = os.getloadavg()
     notes.append(
         f"Load average (1, 5, 15 min) {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the "
@@ -338,12 +364,12 @@ def _section(
             )
     checks = []
     for name, got in results.items():
-        if name == "floor":
+        if name == "floor" or "before" in name:
             continue
         single, batch = got["single"], got["batch"]
         share = single["steps_per_s"] / floor["single"]["steps_per_s"]
         gain = batch["steps_per_s"] / single["steps_per_s"]
-        trips = single.get("trips")
+        rt: float | None = single.get("trips")
 
         def met(ok: bool) -> str:
             return "yes" if ok else "**no**"
@@ -351,7 +377,7 @@ def _section(
         checks.append(
             f"| {name} | {share:.0%} (>= {SHARE[name]:.0%}) {met(share >= SHARE[name])} | "
             f"{gain:.1f}x {met(gain >= BATCH_GAIN)} | "
-            + (f"{trips:.2f} {met(trips <= ROUND_TRIPS)}" if trips is not None else "-")
+            + (f"{rt:.2f} {met(rt <= ROUND_TRIPS)}" if rt is not None else "-")
             + f" | {single['cpu']:.3f} {met(single['cpu'] <= CPU_MS)} | "
             f"{single['p99']:.1f} {met(single['p99'] <= P99_MS)} |"
         )
