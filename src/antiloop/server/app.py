@@ -8,7 +8,8 @@ credential for another site to ride on (CSRF), and POSTs with a foreign ``Origin
 
 The arrows point one way: ``app`` builds the application from the routes (``routes``,
 ``views``, ``routing``), which read the ``Service`` (``antiloop.server.service``); the service
-knows no route.
+knows no route. ``POST /v1/steps`` is answered in front of the routes (``antiloop.server.fast``)
+and its requests judged in groups (``antiloop.server.groups``).
 """
 
 from __future__ import annotations
