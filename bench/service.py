@@ -127,6 +127,19 @@ OTHER = "other (interpreter, stdlib)"
 WAITING = "waiting (a lock, a socket, the event loop idle)"
 
 
+WHY = [
+    "What stands in the way of the targets missed: *batches of 100 against single steps*: "
+    "single steps are judged in groups (the requests in flight together), so a batch saves "
+    "only its HTTP requests; a step of either costs its judgement and records (the result's "
+    "readings, the audit record, its record in the state, the answer's redaction: about "
+    "0.2 ms). *CPU per single step*: that, plus the HTTP request (the floor's own CPU) and a "
+    "group's thread hand-off and round trips shared by its steps. *Split*: a replica judges "
+    "one group at a time and each commits once in PostgreSQL, so it does at most (steps "
+    "waiting) / (commit latency) steps a second. *p99*: the machine's load (below) delays "
+    "every process, the floor's too.",
+]
+
+
 def _postgres() -> str | None:
     url = os.environ.get("BENCH_POSTGRES", "postgresql://root@127.0.0.1:5432/test")
     try:
@@ -403,6 +416,7 @@ def _section(
         "|---|---|---|---|---|---|",
         *checks,
     ]
+    lines += ["", *WHY]
     if profiles:
         kinds = [WAITING] + [k for k, _ in KINDS] + [OTHER]
         names = list(profiles)
