@@ -152,3 +152,33 @@ def test_an_answer_is_redacted_as_redact_value_redacts_it(wire: dict[str, Any]) 
 
     assert _redacted(dict(wire)) == redact_value(wire)
     assert _redacted(dict(wire)) == redact_value(wire)  # a second time: from the key memo
+
+
+def test_a_fault_in_one_request_is_its_own_not_its_groups(tmp_path: Path) -> None:
+    """A step whose judgement raises fails its own request; the others queued with it are
+    judged again alone (the failed group kept nothing) and get their verdicts, once."""
+    service = Service(f"sqlite:///{tmp_path / 'f.db'}", TOKEN, config=GuardConfig(embedder="ngram"))
+    judge = service.judge
+
+    def faulty(raw: Any, index: int, seen: Any) -> dict[str, Any]:
+        if (raw.get("session") if isinstance(raw, dict) else raw.session) == "bad":
+            raise RuntimeError("a fault in one step")
+        return judge(raw, index, seen)
+
+    service.judge = faulty  # type: ignore[method-assign]
+    steps = [
+        {"session": s, "tool": "Read", "args": {"path": p}}
+        for s, p in (("a", "x"), ("a", "y"), ("bad", "x"), ("c", "x"))
+    ]
+
+    async def together() -> list[Any]:
+        return await asyncio.gather(
+            *(service.groups.judge([dict(s)]) for s in steps), return_exceptions=True
+        )
+
+    first, a, bad, c = asyncio.run(together())  # the first alone, the other three a group
+    assert isinstance(bad, RuntimeError)
+    assert [first[0]["action"], a[0]["action"], c[0]["action"]] == ["continue"] * 3
+    assert [service.store.peek(s).steps for s in ("a", "c")] == [2, 1]  # each judged once
+    assert service.groups.judged == 5  # [a], [a, bad, c] failed whole, then [a], [bad], [c]
+    assert service.store.peek("bad") is None

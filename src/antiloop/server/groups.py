@@ -12,7 +12,9 @@ parallelism is lost.
 Each request waits ``store_timeout`` at most, queued or judged: then its steps follow
 ``on_store_error``, as when the store hangs (``StoreTimeout``). A request whose deadline passed
 while it was queued is not judged. A group the store does not judge in time is abandoned to its
-thread (the stores' own timeouts end it) and the next group goes on.
+thread (the stores' own timeouts end it) and the next group goes on. A group that fails on
+anything else kept nothing (a store's batch is kept whole or not at all): its requests are
+judged again one by one, so a fault is only its own request's.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class StepGroups:
         self.service = service
         self.most = most
         self._queue: deque[Waiting] = deque()
+        self._alone: deque[Waiting] = deque()  # judged one request a group (after a fault)
         self._running: object | None = None  # the group being judged (None: idle)
         self._pool: ThreadPoolExecutor | None = None
         self.judged = 0  # groups started
@@ -88,7 +91,10 @@ class StepGroups:
 
         def done(judged: asyncio.Future[list[dict[str, Any]]]) -> None:
             late.cancel()
-            _answer(group, judged)
+            if self._faulted(group, judged):  # kept nothing: each request again, alone
+                self._alone.extend(group)
+            else:
+                _answer(group, judged)
             if self._running is token:
                 self._next(loop)
 
@@ -98,8 +104,23 @@ class StepGroups:
         if self._running is token:
             self._next(loop)
 
+    def _faulted(self, group: list[Waiting], judged: asyncio.Future[list[dict[str, Any]]]) -> bool:
+        """True when a group of requests failed on something else than the store's deadline.
+
+        Only in a store that keeps a batch whole or not at all: one request's fault is its own.
+        """
+        if len(group) < 2 or judged.cancelled():
+            return False
+        error = judged.exception()
+        batched = callable(getattr(self.service.store, "batch", None))
+        return error is not None and not isinstance(error, StoreTimeout) and batched
+
     def _take(self) -> list[Waiting]:
         """The requests waiting, in order, up to ``most`` steps (at least one request)."""
+        while self._alone:
+            alone = self._alone.popleft()
+            if not alone[1].done():
+                return [alone]
         group: list[Waiting] = []
         count = 0
         queue = self._queue
