@@ -68,7 +68,7 @@ KINDS: list[tuple[str, tuple[str, ...]]] = [
     ("SQLite (sqlite3 calls)", ("(antiloop/stores/sqlite.py", "(antiloop/stores/_sqlite_link.py")),
     ("state codec", ("(antiloop/stores/codec.py",)),
     ("audit records (build, redact, hash)", ("(antiloop/stores/auditlog.py", "(antiloop/audit.py")),
-    ("redaction", ("(antiloop/redact.py",)),
+    ("redaction", ("(antiloop/redact.py", "(antiloop/core/redact.py")),
     (
         "judging (decide, detectors, canonical, readings)",
         tuple(
@@ -90,6 +90,7 @@ KINDS: list[tuple[str, tuple[str, ...]]] = [
                 "verdict.py",
                 "events.py",
                 "budgets.py",
+                "core/",  # the pure core's home since this round (antiloop.core)
             )
         ),
     ),

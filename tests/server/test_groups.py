@@ -18,8 +18,8 @@ import pytest
 from tests.stores.test_fleet_equivalence import FIELDS, _step
 
 from antiloop import Guard, GuardConfig
-from antiloop.events import step_from_dict
-from antiloop.redact import redact_value
+from antiloop.core.redact import redact_value
+from antiloop.core.step import step_from_dict
 from antiloop.server.limits import Limits
 from antiloop.server.service import Service
 from antiloop.stores.memory import MemoryStore

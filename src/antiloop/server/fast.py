@@ -60,7 +60,7 @@ def dumps(body: Any) -> bytes:
 
 
 def _orjson() -> Any:
-    from antiloop.events import _fast_json
+    from antiloop.core.step import _fast_json
 
     return _fast_json()
 
