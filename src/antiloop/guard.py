@@ -100,6 +100,9 @@ class Guard:
         outage: how a failing store is ridden out (``antiloop.outage``: retries with backoff
             for ``retry_window`` seconds, then ``on_store_error``, the step journaled locally
             and replayed when the store is back); the ``[outage]`` defaults when not given.
+        telemetry: export each step to OpenTelemetry when the standard OTLP environment
+            names an endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``antiloop.telemetry``; the
+            ``otel`` extra); False never does.
 
     Example:
         >>> guard = Guard()
@@ -126,6 +129,7 @@ class Guard:
         budgets: Budgets | None = None,
         fleet: Fleet | FleetConfig | None = None,
         outage: OutageConfig | None = None,
+        telemetry: bool = True,
     ) -> None:
         from antiloop.stores.memory import MemoryStore  # here: it imports approval requests
 
@@ -142,6 +146,10 @@ class Guard:
         )
         self._budgets = budgets if budgets else None
         self.listeners = list(listeners)
+        if telemetry:  # the standard OTLP environment (OTEL_EXPORTER_OTLP_ENDPOINT...) asks
+            listener = telemetry_listener(None, "the OTLP environment")
+            if listener is not None and not any(type(x) is type(listener) for x in listeners):
+                self.listeners.append(listener)
         self.approver = approver
         if records is not None:
             store = _split(store, records)

@@ -100,7 +100,7 @@ class StoreCalls:
         """
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._threads)
-        call = functools.partial(_within, self.timeout, fn, *args, **kwargs)
+        call = functools.partial(within, self.timeout, fn, *args, **kwargs)
         try:
             with anyio.fail_after(self.timeout):
                 return await anyio.to_thread.run_sync(
@@ -110,7 +110,7 @@ class StoreCalls:
             raise StoreTimeout(f"the store did not answer within {self.timeout:g} s") from None
 
 
-def _within(seconds: float, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+def within(seconds: float, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` under a deadline: store retries end in time to answer."""
     from antiloop.outage import deadline
 
