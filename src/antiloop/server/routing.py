@@ -15,7 +15,6 @@ first field that is wrong.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Callable, Coroutine
@@ -32,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.errors import ChannelError, StoreError
-from antiloop.events import MAX_DEPTH, nesting_depth
+from antiloop.events import MAX_DEPTH, nesting_depth, read_json, valid_unicode
 from antiloop.server.limits import (
     BadRequest,
     SlowBody,
@@ -211,7 +210,7 @@ def parse_json(body: bytes) -> Any:
     """The JSON document, or ``BadRequest`` naming what is wrong with it."""
     deep = f"the body is nested too deeply (steps: at most {MAX_DEPTH} levels)"
     try:
-        data = json.loads(body)
+        data = valid_unicode(read_json(body))
     except RecursionError:
         raise BadRequest(deep) from None
     except ValueError as exc:

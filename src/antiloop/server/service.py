@@ -36,7 +36,7 @@ from antiloop.approval.approvals import feedback_verdict
 from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
 from antiloop.errors import BadStep, StoreError
-from antiloop.events import Step, step_from_dict
+from antiloop.events import Step, step_from_dict, valid_unicode
 from antiloop.guard import Guard
 from antiloop.redact import redact_text, redact_value
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
@@ -273,6 +273,9 @@ class Service:
         The guard judges, the approvals rule (without waiting: a request is left pending for
         the caller to come back to), and the guard applies the ruling.
         """
+        tool, args, session, agent, paths, cwd = valid_unicode(
+            (tool, args, session, agent, paths, cwd)
+        )
         verdict = self.guard.check(tool, args, session=session, agent=agent, paths=paths, cwd=cwd)
         call = Call(tool, dict(args), session, agent, paths, cwd)
         return self.guard.apply(self.approvals.gate(call, verdict))
