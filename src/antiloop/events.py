@@ -8,6 +8,8 @@ Text that is not valid Unicode is made valid here, where steps enter, and nowher
 (docs/protocol.md section 2): each lone UTF-16 surrogate (``"\udc80"`` is valid JSON) becomes
 U+FFFD, and so does each byte sequence that is not UTF-8 in a line given as bytes
 (``valid_unicode``, ``decode_text``). Every sink after this point may encode text as UTF-8.
+A session, agent or tool name that holds a secret is replaced here too
+(``antiloop.redact.redact_name``: the same name always gives the same replacement).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from antiloop.errors import BadStep
+from antiloop.redact import redact_name
 
 KNOWN_FIELDS = frozenset(
     {
@@ -258,7 +261,7 @@ def valid_unicode(value: Any) -> Any:
 
 
 def valid_step(step: Step) -> Step:
-    """The step, or a copy of it whose texts hold no lone surrogate (``valid_unicode``)."""
+    """The step, or a copy whose texts hold no lone surrogate and whose names no secret."""
     fields_ = (
         step.tool,
         step.args,
@@ -275,7 +278,12 @@ def valid_step(step: Step) -> Step:
         tuple(step.file_states),
         tuple(s.sha256 for s in step.file_states.values()),
     )
-    if _is_valid(fields_):
+    if (
+        _is_valid(fields_)
+        and redact_name(step.tool) is step.tool
+        and redact_name(step.session) is step.session
+        and redact_name(step.agent) is step.agent
+    ):
         return step
     return step_from_dict(step.to_dict())
 
@@ -310,6 +318,7 @@ def _step(event: dict[str, Any]) -> Step:
     tool = tool.strip()
     if not tool:
         raise BadStep("'tool' is empty")
+    tool = redact_name(tool)
     args = get("args", _EMPTY)
     if not isinstance(args, dict):
         raise BadStep(f"'args' must be an object, not {type(args).__name__}")
@@ -319,6 +328,7 @@ def _step(event: dict[str, Any]) -> Step:
         for name in ("session", "agent"):
             if name in event and not isinstance(event[name], str):
                 raise BadStep(f"{name!r} must be a string, not {type(event[name]).__name__}")
+    session, agent = redact_name(session), redact_name(agent)
     raw_paths = get("paths")
     paths: tuple[str, ...] = ()
     if isinstance(raw_paths, list):

@@ -28,6 +28,7 @@ from antiloop.errors import ApprovalDenied, StoreError
 from antiloop.events import Step, step_from_dict, valid_step, valid_unicode
 from antiloop.history import SessionState
 from antiloop.listener import Listener as Listener
+from antiloop.redact import redact_name
 from antiloop.stores import Store
 from antiloop.verdict import Action, Verdict
 from antiloop.wrap import halt_for, wrapped
@@ -276,6 +277,7 @@ class Guard:
 
         sid = self._session_id(session)
         tool, args, sid, agent, paths, cwd = valid_unicode((tool, args, sid, agent, paths, cwd))
+        tool, sid, agent = redact_name(tool), redact_name(sid), redact_name(agent)
         return Call(tool, dict(args or {}), sid, agent, tuple(paths), cwd)
 
     def apply(self, ruling: Ruling) -> Gate:
@@ -303,6 +305,7 @@ class Guard:
     ) -> Verdict:
         sid = self._session_id(session)
         tool, args, sid, agent, paths, cwd = valid_unicode((tool, args, sid, agent, paths, cwd))
+        tool, sid, agent = redact_name(tool), redact_name(sid), redact_name(agent)
         if self.fleet is not None:  # a kill of the fleet, this agent or this procedure
             killed = self.fleet.killed(sid, agent, tool, args or {}, paths, cwd)
             if killed is not None:

@@ -46,6 +46,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 import re
 from collections import Counter
@@ -57,6 +59,7 @@ __all__ = [
     "TOKEN_KINDS",
     "is_sensitive_key",
     "looks_random",
+    "redact_name",
     "redact_text",
     "redact_value",
 ]
@@ -469,6 +472,35 @@ def _redact(text: str, every: bool) -> str:
     return text
 
 
+# A short name of letters, digits, "_", "." and "-" holds no secret: no shape is that short,
+# and every other rule needs a space, "=", ":" or an ellipsis.
+_PLAIN_NAME = re.compile(r"[\w.-]{0,15}")
+
+
+def redact_name(name: str) -> str:
+    """A session, agent or tool name with any secret in it replaced.
+
+    A name that holds none is returned as it is; one that does becomes its redacted text and
+    ``#`` and 12 hex digits of its SHA-256, so that two names that differ only in their secret
+    stay two (the same name always gives the same result, in every process).
+
+    Example:
+        >>> redact_name("deploy-ghp_16C7e42F292c6912E7710c838347Ae178B4a")
+        'deploy-[REDACTED]#fec7eec3a051'
+    """
+    if _PLAIN_NAME.fullmatch(name) is not None and "..." not in name:
+        return name
+    return _redacted_name(name)
+
+
+@functools.lru_cache(maxsize=512)
+def _redacted_name(name: str) -> str:
+    clean = redact_text(name)
+    if clean == name:
+        return name
+    return f"{clean}#{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:12]}"
+
+
 def _weak_key(key: str) -> bool:
     return _WEAK_KEY.search(key) is not None
 
@@ -478,14 +510,14 @@ def is_sensitive_key(key: str) -> bool:
     return _SENSITIVE_KEY.search(key) is not None
 
 
-def redact_value(value: Any) -> Any:
+def redact_value(value: Any, keep_numbers: bool = False) -> Any:
     """A copy of a JSON-like value with secrets replaced.
 
     Mappings keep their keys; the value of a sensitive key (see ``is_sensitive_key``) becomes
-    ``[REDACTED]`` whole (unless it is empty or ``None``), and so does a string that
-    ``looks_random`` under a secret-looking key (``session_key``, ``sig``, ``cookie``...).
-    Lists and tuples become lists; strings go through ``redact_text``; other values are
-    returned as they are.
+    ``[REDACTED]`` whole (unless it is empty or ``None``, or, with ``keep_numbers``, a number:
+    a limit such as ``session_hard_tokens``), and so does a string that ``looks_random``
+    under a secret-looking key (``session_key``, ``sig``, ``cookie``...). Lists and tuples
+    become lists; strings go through ``redact_text``; other values are returned as they are.
     """
     if isinstance(value, str):
         return redact_text(value)
@@ -495,13 +527,16 @@ def redact_value(value: Any) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)
-            if (is_sensitive_key(key) and v not in (None, "") and not isinstance(v, bool)) or (
-                isinstance(v, str) and _weak_key(key) and looks_random(v)
-            ):
+            if (
+                is_sensitive_key(key)
+                and v not in (None, "")
+                and not isinstance(v, bool)
+                and not (keep_numbers and isinstance(v, int | float))
+            ) or (isinstance(v, str) and _weak_key(key) and looks_random(v)):
                 out[key] = REDACTED
             else:
-                out[key] = redact_value(v)
+                out[key] = redact_value(v, keep_numbers)
         return out
     if isinstance(value, list | tuple):
-        return [redact_value(v) for v in value]
+        return [redact_value(v, keep_numbers) for v in value]
     return value

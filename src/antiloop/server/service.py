@@ -38,7 +38,7 @@ from antiloop.config import GuardConfig
 from antiloop.errors import BadStep, StoreError
 from antiloop.events import Step, step_from_dict, valid_unicode
 from antiloop.guard import Guard
-from antiloop.redact import redact_text, redact_value
+from antiloop.redact import redact_name, redact_text, redact_value
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
 from antiloop.stores.split import batch_of
@@ -276,6 +276,7 @@ class Service:
         tool, args, session, agent, paths, cwd = valid_unicode(
             (tool, args, session, agent, paths, cwd)
         )
+        tool, session, agent = redact_name(tool), redact_name(session), redact_name(agent)
         verdict = self.guard.check(tool, args, session=session, agent=agent, paths=paths, cwd=cwd)
         call = Call(tool, dict(args), session, agent, paths, cwd)
         return self.guard.apply(self.approvals.gate(call, verdict))
