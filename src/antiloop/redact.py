@@ -231,7 +231,7 @@ _HIGH = re.compile(
 
 # -- rules on the text as it is --------------------------------------------------------------
 # A standalone AWS secret access key: 40 base64 characters, not part of a longer run.
-_AWS = re.compile(rf"(?<![{_B64}=_\-])[{_B64}]{{40}}(?![{_B64}=_\-])")
+_AWS = re.compile(rf"(?<![{_B64}_\-])[{_B64}]{{40}}(?![{_B64}=_\-])")
 
 
 # Starts that ordinary words share (``secret_santa``, ``key-value``): cut, they stay.
@@ -260,7 +260,7 @@ _CUT = re.compile(
     r"|SK[0-9a-fA-F]{16,31}|key-[0-9a-f]{6,}|do[opr]_v1_[0-9a-f]{4,}|gl(?:c|sa)_\w{4,}"
     r"|shp(?:at|ca|pa|ss)_[0-9a-fA-F]{4,}|dp\.(?:pt|st|sa|ct)\.\w{4,}|sq0(?:atp|csp)-[\w-]{4,}"
     r"|r8_\w{6,}|" + "|".join(_cut_starts()) + ")"
-    rf"|(?<![{_B64}=_\-])(?P<cutr>[{_B64}]{{16,39}}))(?=…|\.\.\.|\Z)"
+    rf"|(?<![{_B64}_\-])(?P<cutr>[{_B64}]{{16,39}}))(?=…|\.\.\.|\Z)"
 )
 
 # The characters ``re.IGNORECASE`` would match to an ASCII letter that ``str.lower`` does not
