@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from tests.secrets_corpus import SECRETS
+from tests.secrets_corpus import BROKEN_BYTES, BROKEN_TEXT, SECRETS
 from tests.server.conftest import TOKEN, Server, start_server, stop_server
 
 pytestmark = pytest.mark.slow
@@ -165,7 +165,9 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
         assert {v["detector"] for v in verdicts} >= {"repeat"}
         stops = [v for v in verdicts if v["detector"] == "repeat"]
         assert len(stops) == len(PROBES) + 1
-        assert [v["fingerprint"] for v in stops if "[redacted]" not in v["fingerprint"].lower()] == []
+        assert [
+            v["fingerprint"] for v in stops if "[redacted]" not in v["fingerprint"].lower()
+        ] == []
         sinks["verdicts (fingerprints, reasons, hints)"] = json.dumps(verdicts)
 
         call = {"command": "rm -rf /data", **{f"p{i}": p for i, p in enumerate(PROBES.values())}}
@@ -249,3 +251,105 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
 
     leaks = {name: found for name, data in sinks.items() if (found := _leaks(data))}
     assert leaks == {}
+
+
+def test_text_that_is_not_unicode_never_breaks_a_path(
+    tmp_path: Path, receiver: tuple[str, queue.Queue[bytes]]
+):
+    """Lone surrogates (valid JSON) and bytes that are not UTF-8, in steps, calls, names and
+    feedback: every answer is 200, the live events go on, and every sink reads as UTF-8 with
+    U+FFFD where the broken text was."""
+    url, got = receiver
+    server = start_server(tmp_path, "--webhook", url)
+    sinks: dict[str, bytes] = {}
+    try:
+        events = Events(server)
+        sids = set()
+        for i, text in enumerate(BROKEN_TEXT):
+            step = {
+                "session": f"broken-{i}-{text}",
+                "agent": f"a{text}",
+                "tool": f"Bash{text}",
+                "args": {"command": f"cat {text}", text: [text]},
+                "output": f"out {text}",
+                "error": f"err {text}",
+                "message": text,
+                "goal": text,
+            }
+            status, body = server.call("POST", "/v1/steps", {"steps": [step] * 3})
+            assert status == 200, body
+            assert [v["action"] for v in body["verdicts"]][:2] == ["continue", "stop"]
+            sids.add(body["verdicts"][0]["session"])
+            status, body = server.call("POST", "/v1/steps", step)  # one step, not a batch
+            assert status == 200, body
+            status, gate = server.call(
+                "POST",
+                "/v1/check",
+                {
+                    "tool": "Bash",
+                    "args": {"command": f"rm -rf /{text}"},
+                    "session": step["session"],
+                },
+            )
+            assert status == 200, gate
+            status, _ = server.call(
+                "POST", f"/v1/sessions/broken-{i}/feedback", {"text": f"say {text}"}
+            )
+            assert status == 200
+        for i, data in enumerate(BROKEN_BYTES):
+            raw = (
+                b'{"steps": [{"session": "bytes-%d", "tool": "Bash", "args": {"command": "cat %s"},'
+                b' "output": "%s"}]}' % (i, data, data)
+            )
+            status, body = server.call("POST", "/v1/steps", raw=raw)
+            assert status == 200, body
+            assert body["verdicts"][0]["action"] == "continue"
+            sids.add(body["verdicts"][0]["session"])
+            status, gate = server.call(
+                "POST",
+                "/v1/check",
+                raw=b'{"tool": "Bash", "args": {"command": "rm -rf /%s"}}' % data,
+            )
+            assert status == 200, gate
+        status, _ = server.call(
+            "POST", "/v1/sessions/broken-done/feedback", {"text": "\udc80 done"}
+        )
+        assert status == 200
+        status, _ = server.call("POST", "/v1/steps", {"session": "broken-done", "tool": "Read"})
+        assert status == 200
+        sinks["live events (SSE)"] = events.wait_for(b"broken-done")
+        events.close()
+        sinks["webhook bodies"] = b"".join(got.get(timeout=30) for _ in range(2))
+        for sid in sorted(sids):
+            quoted = urllib.parse.quote(sid, safe="")
+            for path in (f"/v1/sessions/{quoted}", f"/v1/timeline/{quoted}"):
+                status, body = server.call("GET", path)
+                assert status == 200, (path, body)
+                sinks[path] = json.dumps(body, ensure_ascii=False).encode()
+        for path in ("/v1/sessions", "/v1/approvals"):
+            status, body = server.call("GET", path)
+            assert status == 200, (path, body)
+            sinks[path] = json.dumps(body, ensure_ascii=False).encode()
+        with urllib.request.urlopen(server.url + "/", timeout=30) as page:
+            assert page.status == 200
+    finally:
+        stop_server(server)
+
+    (store,) = tmp_path.glob("antiloop-*.db")
+    for argv in (["log"], ["log", "broken-done"], ["log", "--jsonl"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "antiloop", *argv, "--store", f"sqlite:///{store}"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        sinks["antiloop " + " ".join(argv)] = run.stdout + run.stderr
+    records = [json.loads(line) for line in sinks["antiloop log --jsonl"].splitlines()]
+    assert records[-1]["session"] == "broken-done"  # nothing after a broken record is lost
+    assert len(records) >= 4 * len(BROKEN_TEXT) + len(BROKEN_BYTES) + 1
+    for name, data in sinks.items():
+        data.decode("utf-8")  # strict: no surrogate written as bytes, no bad byte passed on
+        assert b"\\ud" not in data.lower(), name
+    assert "\ufffd".encode() in sinks["antiloop log --jsonl"]
+    assert "\ufffd".encode() in sinks["live events (SSE)"]
