@@ -332,3 +332,18 @@ BROKEN_TEXT: list[str] = [
 
 BROKEN_BYTES: list[bytes] = [b"\xff", b"caf\xc3", b"\xed\xa0\x80 cesu", b"\x80abc", b"ok \xc3\x28"]
 """Byte strings that are not UTF-8."""
+
+
+def leaks(data: bytes | str, secrets: dict[str, str] | None = None) -> list[str]:
+    """The kinds of which ``data`` holds a piece of the secret (15 characters or more, any
+    case: fingerprints lower-case a tool's name); ``secrets`` adds kinds to the corpus's."""
+    named = [(case.kind, case.secret) for case in SECRETS] + list((secrets or {}).items())
+    raw = (data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")).lower()
+    return sorted(
+        {
+            kind
+            for kind, secret in named
+            for i in range(0, max(len(secret) - 11, 1), 4)
+            if secret[i : i + 12].lower().encode() in raw
+        }
+    )
