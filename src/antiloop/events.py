@@ -302,9 +302,7 @@ def step_from_dict(event: object) -> Step:
     """
     if not isinstance(event, dict):
         raise BadStep(f"not a JSON object but {type(event).__name__}")
-    if not _is_valid(event):
-        event = _replaced(event)
-    return _step(event)
+    return _step(event if _is_valid(event) else _replaced(event))
 
 
 def _step(event: dict[str, Any]) -> Step:

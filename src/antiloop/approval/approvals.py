@@ -414,10 +414,6 @@ class Approvals:
             raise KeyError(id)
         if request.status is not ApprovalStatus.PENDING:
             return request
-        if answer.edited_args is not None:
-            while len(self._edited) >= _EDITED_KEPT:
-                del self._edited[next(iter(self._edited))]
-            self._edited[id] = dict(answer.edited_args)
         decided = self.ledger.decide_approval(
             id,
             ApprovalStatus.DENIED,
