@@ -46,7 +46,6 @@ Example:
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import re
@@ -190,6 +189,13 @@ def _grouped(shapes: list[str]) -> str:
 # ":", "/"...): the pattern starts with that character, so only those positions are tried (the
 # text is searched with a space in front, for a token at its start).
 _TOKEN_SHAPES = re.compile(r"[^\w](?:" + _grouped(list(TOKEN_KINDS.values())) + r")(?!\w)")
+# The same for an ASCII text: the ASCII characters that are no letter, digit or "_", as a
+# bitmap sre tests in a few instructions (a category test per character costs several times more)
+_ASCII_TOKEN_SHAPES = re.compile(
+    r"[\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f](?:"
+    + _grouped(list(TOKEN_KINDS.values()))
+    + r")(?!\w)"
+)
 _WEBHOOK_URLS = re.compile(_WEBHOOKS)
 
 _PEM = re.compile(
@@ -274,6 +280,8 @@ _SENSITIVE_KEY = re.compile(
 )
 _WEAK_KEY = re.compile(_WEAK_WORDS, re.IGNORECASE)
 _LONG_RUN = re.compile(rf"[{_B64}]{{16}}")
+_RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-.~=…"
+_CUT_SHORTEST = 8  # the shortest cut key the end-of-text rule replaces ("AKIA" and 4)
 _RUN_END = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-.")
 """The characters a cut key can end with (the end-of-text rule needs one last)."""
 _TAIL = 128  # longer than any cut key the end-of-text rule looks for
@@ -421,8 +429,9 @@ def _redact(text: str, every: bool) -> str:
         text = _PEM.sub(REDACTED, text)
     if every or len(text) >= 16:  # the shortest token has 16 characters
         spaced = " " + text
-        if _TOKEN_SHAPES.search(spaced) is not None:
-            text = _TOKEN_SHAPES.sub(_token, spaced)[1:]
+        shapes = _ASCII_TOKEN_SHAPES if text.isascii() else _TOKEN_SHAPES
+        if shapes.search(spaced) is not None:
+            text = shapes.sub(_token, spaced)[1:]
         if every or "hooks.slack.com/" in text or "/api/webhooks/" in text or "webhookb2/" in text:
             text = _WEBHOOK_URLS.sub(REDACTED, text)
         for _kind, literal, shape in _GATED:
@@ -462,19 +471,28 @@ def _redact(text: str, every: bool) -> str:
             text, low = _on_low(_HIGH, _random, text, low)
         if every or len(text) >= 40:
             text = _AWS.sub(_long_run, text)
-    if "…" in text or "..." in text:  # a rule of meaning, not a literal check: always
-        text = _CUT.sub(_cut, text)
-    elif len(text) >= _CUT_AT_LEAST and text[-1] in _RUN_END:
-        # Only a match that ends the text is possible: search its tail alone.
-        match = _CUT.search(text, max(0, len(text) - _TAIL))
-        if match is not None:
-            text = text[: match.start()] + _cut(match) + text[match.end() :]
+    ellipses = text.count("…") + text.count("...")
+    if ellipses > 1 or (ellipses and not text.endswith(("…", "..."))):
+        text = _CUT.sub(_cut, text)  # a rule of meaning, not a literal check: always
+    elif ellipses or (len(text) >= _CUT_AT_LEAST and text[-1] in _RUN_END):
+        # Only a match that ends the text (before its one ellipsis) is possible, and it is
+        # made of the characters of a run: search the run the text ends with alone.
+        start = len(text.rstrip(_RUN_CHARS))
+        if len(text) - start >= _CUT_SHORTEST:
+            text = _cut_tail(text, start)
     return text
 
 
-# A short name of letters, digits, "_", "." and "-" holds no secret: no shape is that short,
-# and every other rule needs a space, "=", ":" or an ellipsis.
-_PLAIN_NAME = re.compile(r"[\w.-]{0,15}")
+def _cut_tail(text: str, start: int) -> str:
+    """``text`` with the cut key or random run that ends it (from ``start`` on) replaced."""
+    match = _CUT.search(text, start)
+    if match is None:
+        return text
+    return text[: match.start()] + _cut(match) + text[match.end() :]
+
+
+_NAMES: dict[str, str] = {}
+_NAMES_KEPT = 4096  # names remembered (then forgotten all at once): memory stays bounded
 
 
 def redact_name(name: str) -> str:
@@ -482,23 +500,26 @@ def redact_name(name: str) -> str:
 
     A name that holds none is returned as it is; one that does becomes its redacted text and
     ``#`` and 12 hex digits of its SHA-256, so that two names that differ only in their secret
-    stay two (the same name always gives the same result, in every process).
+    stay two (the same name always gives the same result, in every process). Names repeat
+    step after step: each is redacted once and remembered.
 
     Example:
         >>> redact_name("deploy-ghp_16C7e42F292c6912E7710c838347Ae178B4a")
         'deploy-[REDACTED]#fec7eec3a051'
     """
-    if _PLAIN_NAME.fullmatch(name) is not None and "..." not in name:
+    if len(name) < 16 and name.isalnum():  # no rule matches so short a word
         return name
-    return _redacted_name(name)
-
-
-@functools.lru_cache(maxsize=512)
-def _redacted_name(name: str) -> str:
-    clean = redact_text(name)
-    if clean == name:
-        return name
-    return f"{clean}#{hashlib.sha256(name.encode('utf-8', 'replace')).hexdigest()[:12]}"
+    found = _NAMES.get(name)
+    if found is None:
+        clean = redact_text(name)
+        found = name
+        if clean != name:
+            digest = hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()[:12]
+            found = f"{clean}#{digest}"
+        if len(_NAMES) >= _NAMES_KEPT:
+            _NAMES.clear()
+        _NAMES[name] = found
+    return found
 
 
 def _weak_key(key: str) -> bool:
