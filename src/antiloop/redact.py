@@ -279,7 +279,6 @@ _SENSITIVE_KEY = re.compile(
     re.IGNORECASE,
 )
 _WEAK_KEY = re.compile(_WEAK_WORDS, re.IGNORECASE)
-_LONG_RUN = re.compile(rf"[{_B64}]{{16}}")
 _RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-.~=…"
 _CUT_SHORTEST = 8  # the shortest cut key the end-of-text rule replaces ("AKIA" and 4)
 _RUN_END = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-.")
@@ -331,6 +330,44 @@ def _aws_secret(run: str) -> bool:
         and any(c.isdigit() for c in run)
         and looks_random(run)
     )
+
+
+# Runs of the characters tokens are made of, found by translating the text to a class per
+# character (C loops) rather than by a pattern (a pattern that starts with a repeated class is
+# tried at every position): a base64 character becomes "a", the other characters of a token
+# ("_", "-", ".", "~", "=") "b", the rest a space.
+_RUN_CLASSES: dict[int, str] = {
+    **dict.fromkeys(range(128), " "),
+    **dict.fromkeys(
+        map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"), "a"
+    ),
+    **dict.fromkeys(map(ord, "_-.~="), "b"),
+}
+_B64_16 = "a" * 16
+_B64_40 = "a" * 40
+
+
+def _has_token(text: str, runs: str) -> bool:
+    """True when a token shape matches in one of the runs of 16 or more token characters.
+
+    An ASCII text's runs are found with ``str.find`` on its classes and searched as one text
+    (each run after a space); any other text is searched whole.
+    """
+    if not text.isascii():
+        return _TOKEN_SHAPES.search(" " + text) is not None
+    marks = runs.replace("b", "a")
+    start = marks.find(_B64_16)
+    if start < 0:
+        return False
+    parts = []
+    while start >= 0:
+        end = marks.find(" ", start + 16)
+        if end < 0:
+            parts.append(text[start:])
+            break
+        parts.append(text[start:end])
+        start = marks.find(_B64_16, end)
+    return _ASCII_TOKEN_SHAPES.search(" " + " ".join(parts)) is not None
 
 
 def _token(match: re.Match[str]) -> str:
@@ -427,17 +464,20 @@ def _redact(text: str, every: bool) -> str:
     """``redact_text``; with ``every``, each rule runs whatever literals the text holds."""
     if every or "PRIVATE KEY" in text:
         text = _PEM.sub(REDACTED, text)
-    if every or len(text) >= 16:  # the shortest token has 16 characters
+    runs = text.translate(_RUN_CLASSES) if len(text) >= 16 else ""
+    if every or (len(text) >= 16 and _has_token(text, runs)):  # the shortest has 16 characters
         spaced = " " + text
         shapes = _ASCII_TOKEN_SHAPES if text.isascii() else _TOKEN_SHAPES
-        if shapes.search(spaced) is not None:
-            text = shapes.sub(_token, spaced)[1:]
+        text = shapes.sub(_token, spaced)[1:]
+        runs = text.translate(_RUN_CLASSES)
+    if every or len(text) >= 16:
         if every or "hooks.slack.com/" in text or "/api/webhooks/" in text or "webhookb2/" in text:
             text = _WEBHOOK_URLS.sub(REDACTED, text)
         for _kind, literal, shape in _GATED:
             if every or literal in text:
                 text = shape.sub(REDACTED, text)
     low = _lower(text)
+    translated = text
     if every or "bearer" in low or "basic" in low:
         text, low = _on_low(_AUTH, _always, text, low)
     if every or ("@" in text and "://" in text):
@@ -466,10 +506,13 @@ def _redact(text: str, every: bool) -> str:
         text, low = _on_low(_CLI, _always, text, low)
     if every or ("password " in low or "passphrase " in low or "passcode " in low):
         text, low = _on_low(_WORD, _prose, text, low)
-    if every or (len(text) >= 16 and _LONG_RUN.search(text) is not None):
+    if text is not translated and len(text) >= 16:
+        runs = text.translate(_RUN_CLASSES)
+    if every or _B64_16 in runs:  # a run of 16 base64 characters (not the marks of a token)
         if every or any(w in low for w in _WEAK_LITERALS):
             text, low = _on_low(_HIGH, _random, text, low)
-        if every or len(text) >= 40:
+            runs = text.translate(_RUN_CLASSES)
+        if every or _B64_40 in runs:
             text = _AWS.sub(_long_run, text)
     ellipses = text.count("…") + text.count("...")
     if ellipses > 1 or (ellipses and not text.endswith(("…", "..."))):
