@@ -45,7 +45,11 @@ def worker(loop: str, n: int) -> dict[str, Any]:
     """Run one loop with callgrind counting only it; how many items it counted."""
     from antiloop import GuardConfig
     from antiloop.guard import Guard
-    from antiloop.redact import redact_text, redact_value
+
+    try:
+        from antiloop.core.redact import redact_text, redact_value
+    except ImportError:  # the source before the core moved
+        from antiloop.redact import redact_text, redact_value  # type: ignore[no-redef]
     from bench.workload import steps
 
     raw = list(steps(n, SESSIONS))

@@ -12,15 +12,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import ConfigError
-from antiloop.suggest import unknown
+from antiloop.core.errors import ConfigError
+from antiloop.core.suggest import unknown
 
 TASK_BUDGETS = {"simple": 25, "research": 100, "coding": 250}
 DEFAULT_BUDGET = 100
 DETECTOR_NAMES = ("repeat", "cycle", "fail-streak", "max-steps", "goal", "stagnation")
 """The detectors on by default."""
 OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
-"""Detectors that run only when ``detectors`` names them (``antiloop.detectors_extra``)."""
+"""Detectors that run only when ``detectors`` names them (``antiloop.core.extra.detectors``)."""
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
@@ -65,6 +65,7 @@ class GuardConfig:
     hidden_repeat_threshold: int = 3
     cosmetic_rerun_threshold: int = 2
     max_sessions: int = 100_000  # antiloop check: sessions kept; the least recent go first
+    escalation: tuple[str, ...] = ("ask", "stop")  # what an ignored nudge becomes, in turn
 
     @property
     def budget(self) -> int:
@@ -137,6 +138,10 @@ def _check(key: str, value: Any, source: str) -> Any:
         return value
     if key == "escalate_to":
         return _choice(key, value, source, ("human", "supervisor"))
+    if key == "escalation":
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{source}: 'escalation' must be a list of actions, not {value!r}")
+        return tuple(_choice(key, v, source, ("ask", "block", "stop")) for v in value)
     if key == "mode":
         return _choice(key, value, source, ("enforce", "shadow"))
     if key == "on_store_error":
@@ -260,26 +265,26 @@ def read_settings(path: str | Path) -> Settings:
 def use_canonical_rows(table: Mapping[str, Any], source: str) -> None:
     """Read shell commands with the rows of a ``[canonical]`` table too, process-wide.
 
-    The table's ``programs``, ``wrappers`` and ``runners`` (``antiloop._rules``) extend the
-    built-in rows; every command and hook reads its config through ``read_settings``.
+    The table's ``programs``, ``wrappers`` and ``runners`` (``antiloop.core.rules.programs``)
+    extend the built-in rows; every command and hook reads its config through ``read_settings``.
 
     Raises:
         ConfigError: a bad row, named in one line.
     """
-    from antiloop import canonical
-    from antiloop._rules import rules_from_mapping
+    from antiloop.core import procedure
+    from antiloop.core.rules.programs import rules_from_mapping
 
-    canonical.use_rules(rules_from_mapping(table, source))
+    procedure.use_rules(rules_from_mapping(table, source))
 
 
 def _install_readings(table: Mapping[str, Any], source: str) -> None:
     """``[readings]``: test runners, error-line rules and scrubbers added to the built-in rows.
 
     The rows are checked (a bad one is a ``ConfigError`` naming it) and put in use for the
-    process that read the file (``antiloop.readings_engine.install``).
+    process that read the file (``antiloop.core.text.engine.install``).
     """
-    from antiloop.readings_engine import install
-    from antiloop.readings_rules import rules_from_table
+    from antiloop.core.rules.readings import rules_from_table
+    from antiloop.core.text.engine import install
 
     install(rules_from_table(table, source))
 

@@ -121,6 +121,10 @@ def run(ns: argparse.Namespace) -> int:
             where = item.file + (f"#{item.record}" if item.record is not None else "")
             note = f"skipped {len(item.problems)} part(s) that read as no step ({shown}{more})"
             print(printable(f"antiloop: {where}: {note}"), file=sys.stderr)
+        if item.partial:  # results not found: the run is partial, and says so
+            progress.clear()
+            where = item.file + (f"#{item.record}" if item.record is not None else "")
+            print(printable(f"antiloop: {where}: partial: {item.partial_reason}"), file=sys.stderr)
         if ns.html:
             kept.append(item)
         if ns.json:

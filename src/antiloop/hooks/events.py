@@ -184,7 +184,7 @@ def attended(dialect: str, env: Mapping[str, str]) -> bool | None:
 def parse_payload(data: bytes | str) -> dict[str, Any]:
     """Decode the hook input: a JSON object, or ``BadPayload`` saying what is wrong."""
     if isinstance(data, bytes):
-        data = data.decode("utf-8", "replace")  # the Unicode rule of steps (antiloop.events)
+        data = data.decode("utf-8", "replace")  # the Unicode rule of steps (antiloop.core.step)
     if not data.strip():
         raise BadPayload("the hook input is empty (expected the event's JSON on stdin)")
     try:

@@ -41,6 +41,8 @@ class Summary:
     loop_spend: Usage = field(default_factory=Usage)
     """What the steps inside loops spent."""
     unreadable: list[Unreadable] = field(default_factory=list)
+    partial: list[tuple[str, str]] = field(default_factory=list)
+    """Runs read with some results missing: (run name, why); counted as runs too."""
     _last_file: str | None = None
 
     def add(self, item: RunScan | Unreadable) -> None:
@@ -54,6 +56,9 @@ class Summary:
         self.runs += 1
         self.steps += item.steps
         self.runs_by_format[item.format] += 1
+        if item.partial:
+            name = item.file + (f"#{item.record}" if item.record is not None else "")
+            self.partial.append((name, item.partial_reason or "some results not found"))
         if item.loops:
             self.runs_with_loops += 1
             self.loops += len(item.loops)
@@ -78,6 +83,7 @@ class Summary:
             "runs": self.runs,
             "steps": self.steps,
             "unreadable": [u.to_json() for u in self.unreadable],
+            "partial": [{"run": name, "reason": why} for name, why in self.partial],
             "runs_by_format": dict(sorted(self.runs_by_format.items())),
             "runs_with_loops": self.runs_with_loops,
             "loops": self.loops,
@@ -97,6 +103,7 @@ class Summary:
         lines = [
             f"Scanned {self.runs} runs ({self.steps} steps) in {self.files} files"
             + (f"; {len(self.unreadable)} unreadable" if self.unreadable else "")
+            + (f"; {len(self.partial)} partial" if self.partial else "")
             + ".",
         ]
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.runs_by_kind.items()))
@@ -112,6 +119,15 @@ class Summary:
         if top:
             lines.append("Most common fingerprints (runs):")
             lines.extend(f"  {runs:>4}  {fp}" for fp, runs in top)
+        if self.partial:
+            lines.append(
+                f"Partial runs (steps whose result was not found, judged as unknown, never as "
+                f"empty): {len(self.partial)}"
+            )
+            lines.extend(f"  {name}: {why}" for name, why in self.partial[:UNREADABLE_LISTED])
+            more = len(self.partial) - UNREADABLE_LISTED
+            if more > 0:
+                lines.append(f"  and {more} more")
         if self.unreadable:
             lines.append(f"Unreadable (not counted as runs): {len(self.unreadable)}")
             lines.extend(
