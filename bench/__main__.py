@@ -27,6 +27,7 @@ SUITES = {
     "telemetry": "bench.telemetry",
     "json": "bench.json_lib",
     "capacity": "bench.capacity",
+    "service": "bench.service",
     "compiled": "bench.compiled",
     "second_family": "bench.second_family",
     "redaction": "bench.redaction",

@@ -426,7 +426,9 @@ class Scanner:
         views: list[StepView] | None = [] if self.views else None
         missing = frozenset(run.missing_results)
         collector = _Collector(self._parts, self.config.failure_streak, views, missing)
-        guard = Guard(collector, config=self.config, embedder=self.vectors, audit=False)
+        guard = Guard(
+            collector, config=self.config, embedder=self.vectors, audit=False, telemetry=False
+        )  # recorded runs are no live steps: no spans
         steps = run.steps
         if steps and any(s.session != steps[0].session for s in steps):
             steps = tuple(dataclasses.replace(s, session="run") for s in steps)
@@ -474,6 +476,8 @@ class Scanner:
             yield from self.scan_file(path, format)
         except (UnknownFormat, OSError) as exc:
             yield Unreadable(str(path), _reason(exc, path))
+        except RecursionError:  # a reader's JSON, or a step, deeper than Python can follow
+            yield Unreadable(str(path), "nested too deeply to read")
 
     def scan_paths(
         self,

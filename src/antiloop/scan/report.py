@@ -311,6 +311,11 @@ def _cards(summary: Summary) -> str:
         ("runs", summary.runs),
         ("runs with loops", f"{summary.runs_with_loops} ({share})"),
         ("loops", summary.loops),
+    ]
+    warned = summary.runs_with_loops - summary.runs_stopping
+    if warned:  # runs printed as "warnings only": their loops ask, none stops the run
+        cards.append(("runs with warnings only", warned))
+    cards += [
         ("wasted steps", f"{summary.waste.steps} of {summary.steps}"),
     ]
     if summary.unreadable:

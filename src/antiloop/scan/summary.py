@@ -28,6 +28,9 @@ class Summary:
     runs: int = 0
     steps: int = 0
     runs_with_loops: int = 0
+    """Runs with any loop: the ones that stop and the ones with warnings only."""
+    runs_stopping: int = 0
+    """Runs with a loop that stops the run (a first loop point, ``STOPPING``)."""
     loops: int = 0
     runs_by_kind: Counter[str] = field(default_factory=Counter)
     loops_by_kind: Counter[str] = field(default_factory=Counter)
@@ -61,6 +64,7 @@ class Summary:
             self.partial.append((name, item.partial_reason or "some results not found"))
         if item.loops:
             self.runs_with_loops += 1
+            self.runs_stopping += item.first_loop is not None
             self.loops += len(item.loops)
             self.runs_by_kind.update({loop.detector for loop in item.loops})
             self.loops_by_kind.update(loop.detector for loop in item.loops)
@@ -86,6 +90,8 @@ class Summary:
             "partial": [{"run": name, "reason": why} for name, why in self.partial],
             "runs_by_format": dict(sorted(self.runs_by_format.items())),
             "runs_with_loops": self.runs_with_loops,
+            "runs_with_stopping_loops": self.runs_stopping,
+            "runs_with_warnings_only": self.runs_with_loops - self.runs_stopping,
             "loops": self.loops,
             "runs_with_loops_by_kind": dict(sorted(self.runs_by_kind.items())),
             "loops_by_kind": dict(sorted(self.loops_by_kind.items())),
@@ -108,8 +114,14 @@ class Summary:
         ]
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.runs_by_kind.items()))
         share = f" ({100 * self.runs_with_loops / self.runs:.0f}%)" if self.runs else ""
+        warned = self.runs_with_loops - self.runs_stopping
+        split = (
+            f": {self.runs_stopping} stopped at a loop point, {warned} with warnings only"
+            if warned
+            else ""
+        )
         lines.append(
-            f"Runs with loops: {self.runs_with_loops}{share}"
+            f"Runs with loops: {self.runs_with_loops}{share}{split}"
             + (f"; by kind: {kinds}" if kinds else "")
         )
         lines.append(f"Waste after the first loop point: {self.waste.text()}.")

@@ -112,6 +112,8 @@ class Source:
         self.text = text
         self._doc: object = None
         self._parsed = False
+        self.too_deep = False
+        """The whole file is JSON nested too deeply for Python's parser to read."""
 
     @classmethod
     def read(cls, path: Path) -> Source:
@@ -142,6 +144,9 @@ class Source:
                 self._doc = json.loads(self.text)
             except ValueError:
                 self._doc = _INVALID
+            except RecursionError:  # nested too deeply to read: no document (maybe lines)
+                self._doc = _INVALID
+                self.too_deep = True
         return self._doc
 
     def lines(self) -> Iterator[tuple[int, str]]:
