@@ -237,7 +237,13 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
     assert b"rm -rf /data" in b"".join(file.read_bytes() for file in files)
 
     url = f"sqlite:///{store}"
-    for argv in (["log"], ["log", _session("GitHub token ghp_")], ["log", "--jsonl"]):
+    named_raw = "deploy-" + NAME_SECRETS["session name"]  # as the agent has it
+    for argv in (
+        ["log"],
+        ["log", _session("GitHub token ghp_")],
+        ["log", named_raw],
+        ["log", "--jsonl"],
+    ):
         run = subprocess.run(
             [sys.executable, "-m", "antiloop", *argv, "--store", url],
             capture_output=True,
