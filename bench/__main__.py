@@ -31,6 +31,7 @@ SUITES = {
     "compiled": "bench.compiled",
     "outage": "bench.outage",
     "second_family": "bench.second_family",
+    "redaction": "bench.redaction",
 }
 
 

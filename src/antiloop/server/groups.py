@@ -22,12 +22,9 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from antiloop.server.limits import StoreTimeout, within
-
-if TYPE_CHECKING:
-    from antiloop.server.service import Service
+from antiloop.server.limits import Limits, StoreCalls, StoreTimeout, within
 
 __all__ = ["MAX_GROUP", "StepGroups"]
 
@@ -35,6 +32,18 @@ MAX_GROUP = 256
 """Steps one group takes at most (a request larger than that is a group of its own)."""
 
 Waiting = tuple[list[Any], asyncio.Future[list[dict[str, Any]]]]
+
+
+class Service(Protocol):
+    """What a group needs of ``antiloop.server.service.Service`` (which holds the groups)."""
+
+    call: StoreCalls
+    limits: Limits
+    store: Any
+
+    def judge_all(
+        self, batch: list[Any], indexes: list[int] | None = None
+    ) -> list[dict[str, Any]]: ...
 
 
 class StepGroups:

@@ -20,7 +20,7 @@ from pydantic import BeforeValidator, SkipValidation
 from antiloop.approval import Answer, ApprovalStatus, verdict_of
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.core.errors import StoreError
-from antiloop.core.redact import redact_text, redact_value
+from antiloop.core.redact import redact_name, redact_text, redact_value
 from antiloop.hooks.events import DIALECTS
 from antiloop.server import models
 from antiloop.server.fast import steps_answer
@@ -218,6 +218,7 @@ def api_routes(service: Service) -> APIRouter:
     )
     async def stop(id: SessionId, body: models.StopRequest | None = None) -> Response:
         by = (body.by if body is not None else None) or "dashboard"
+        id = redact_name(id)  # the id a session holding a secret is kept by
         stopped = await service.call(_request_stop, service, id, by)
         return JSONResponse({"session": id, "stop_requested": stopped})
 
@@ -228,6 +229,7 @@ def api_routes(service: Service) -> APIRouter:
     )
     async def feedback(id: SessionId, body: models.Feedback) -> Response:
         said = redact_text(body.text)  # stored, then sent to the agent and the dashboards
+        id = redact_name(id)  # the id a session holding a secret is kept by
         await service.call(_push_feedback, service, id, said)
         return JSONResponse({"session": id, "queued": True})
 
@@ -237,6 +239,7 @@ def api_routes(service: Service) -> APIRouter:
         summary="One session: state, recent verdicts, audit",
     )
     async def session(id: SessionId) -> Response:
+        id = redact_name(id)  # the id a session holding a secret is kept by
         detail = await service.call(service.session_detail, id)
         if detail is None:
             return JSONResponse({"error": f"no session {id!r}"}, 404)

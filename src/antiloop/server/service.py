@@ -36,8 +36,14 @@ from antiloop.approval.approvals import feedback_verdict
 from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
 from antiloop.core.errors import BadStep, StoreError
-from antiloop.core.redact import _weak_key, is_sensitive_key, redact_text, redact_value
-from antiloop.core.step import Step, step_from_dict
+from antiloop.core.redact import (
+    _weak_key,
+    is_sensitive_key,
+    redact_name,
+    redact_text,
+    redact_value,
+)
+from antiloop.core.step import Step, step_from_dict, valid_unicode
 from antiloop.core.verdict import Verdict, invalid_wire
 from antiloop.guard import Guard
 from antiloop.outage import OutageConfig
@@ -285,6 +291,10 @@ class Service:
         The guard judges, the approvals rule (without waiting: a request is left pending for
         the caller to come back to), and the guard applies the ruling.
         """
+        tool, args, session, agent, paths, cwd = valid_unicode(
+            (tool, args, session, agent, paths, cwd)
+        )
+        tool, session, agent = redact_name(tool), redact_name(session), redact_name(agent)
         verdict = self.guard.check(tool, args, session=session, agent=agent, paths=paths, cwd=cwd)
         call = Call(tool, dict(args), session, agent, paths, cwd)
         return self.guard.apply(self.approvals.gate(call, verdict))
