@@ -27,8 +27,11 @@ SUITES = {
     "telemetry": "bench.telemetry",
     "json": "bench.json_lib",
     "capacity": "bench.capacity",
+    "service": "bench.service",
     "compiled": "bench.compiled",
+    "outage": "bench.outage",
     "second_family": "bench.second_family",
+    "redaction": "bench.redaction",
 }
 
 

@@ -36,10 +36,19 @@ from antiloop.approval.approvals import feedback_verdict
 from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
 from antiloop.core.errors import BadStep, StoreError
-from antiloop.core.redact import redact_text, redact_value
-from antiloop.core.step import Step, step_from_dict
+from antiloop.core.redact import (
+    _weak_key,
+    is_sensitive_key,
+    redact_name,
+    redact_text,
+    redact_value,
+)
+from antiloop.core.step import Step, step_from_dict, valid_unicode
 from antiloop.core.verdict import Verdict, invalid_wire
 from antiloop.guard import Guard
+from antiloop.outage import OutageConfig
+from antiloop.outage.retry import paused_replay
+from antiloop.server.groups import StepGroups
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
 from antiloop.stores.split import batch_of
@@ -143,6 +152,7 @@ class Service:
         webhook_secret: the HMAC secret answers on ``/v1/approvals/{id}/answer`` are signed with.
         clock: seconds since the epoch.
         limits: body, header and store limits (``antiloop.server.limits.Limits``).
+        outage: how a failing store is ridden out and journaled (``antiloop.outage``).
     """
 
     def __init__(
@@ -158,6 +168,7 @@ class Service:
         tokens: Mapping[str, str] | None = None,
         limits: Limits | None = None,
         budgets: Budgets | None = None,
+        outage: OutageConfig | None = None,
     ) -> None:
         if not token:
             raise ValueError("the service needs a token")
@@ -167,7 +178,10 @@ class Service:
         if any(not name.strip() or len(t) < 8 for name, t in (tokens or {}).items()):
             raise ValueError("each named token needs a name and at least 8 characters")
         self.guard = Guard(
-            config=config or GuardConfig(embedder="ngram"), store=store, budgets=budgets
+            config=config or GuardConfig(embedder="ngram"),
+            store=store,
+            budgets=budgets,
+            outage=outage,
         )
         self.store = self.guard.store
         self.approvals = Approvals(self.store, policy, channels or [], clock=clock, wait=False)
@@ -181,6 +195,7 @@ class Service:
         self.recent = RecentVerdicts()
         self.limits = limits or Limits()
         self.call = StoreCalls(self.limits)
+        self.groups = StepGroups(self)  # POST /v1/steps: requests judged together
 
     def hook(self, dialect: str, body: bytes) -> dict[str, Any]:
         """Answer one Claude Code (or Gemini, Codex) hook delivered over HTTP.
@@ -246,7 +261,10 @@ class Service:
 
     def identity(self, request: Request) -> str | None:
         """Who the request's token belongs to (``dashboard`` for the service token), or None."""
-        given = request.headers.get("authorization", "").encode()
+        return self.identity_of(request.headers.get("authorization", "").encode())
+
+    def identity_of(self, given: bytes) -> str | None:
+        """Who an ``Authorization`` header's token belongs to, or None."""
         found = DEFAULT_IDENTITY if hmac.compare_digest(given, self._token) else None
         for expected, name in self._identities:  # every one compared: no timing tells which
             if hmac.compare_digest(given, expected) and found is None:
@@ -273,6 +291,10 @@ class Service:
         The guard judges, the approvals rule (without waiting: a request is left pending for
         the caller to come back to), and the guard applies the ruling.
         """
+        tool, args, session, agent, paths, cwd = valid_unicode(
+            (tool, args, session, agent, paths, cwd)
+        )
+        tool, session, agent = redact_name(tool), redact_name(session), redact_name(agent)
         verdict = self.guard.check(tool, args, session=session, agent=agent, paths=paths, cwd=cwd)
         call = Call(tool, dict(args), session, agent, paths, cwd)
         return self.guard.apply(self.approvals.gate(call, verdict))
@@ -313,20 +335,23 @@ class Service:
         wire["hint"] = verdict.hint
         wire["session"] = sid
         wire["escalate_to"] = verdict.escalate_to
-        wire = redact_value(wire)
+        wire = _redacted(wire)
         self._remember(step, wire)
-        return wire  # type: ignore[no-any-return]
+        return wire
 
-    def judge_all(self, batch: list[Any]) -> list[dict[str, Any]]:
+    def judge_all(self, batch: list[Any], indexes: list[int] | None = None) -> list[dict[str, Any]]:
         """The wire verdicts of a batch, judged in order (one intervention read per session).
 
         A store with ``batch()`` judges the batch as one: SQLite in one transaction (one
         commit); Redis (and Redis + PostgreSQL) with one read of all its sessions and one save
         of them all with every record (``antiloop.stores.redis.RedisStore.batch``).
+        ``indexes``: each step's index in its own request (a group of requests,
+        ``antiloop.server.groups``); by default its place in ``batch``.
         """
+        at = indexes or range(len(batch))
         seen: dict[str, tuple[str | None, list[str]]] = {}
         if len(batch) < 2 or not callable(getattr(self.store, "batch", None)):
-            return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+            return [self.judge(raw, i, seen) for i, raw in zip(at, batch, strict=True)]
         steps: list[Any] = []
         for raw in batch:
             try:
@@ -334,17 +359,36 @@ class Service:
             except BadStep:
                 steps.append(raw)  # judge() answers it as invalid
         sessions = [s.session for s in steps if isinstance(s, Step)]
-        try:
-            with batch_of(self.store, sessions):
-                return [self.judge(step, i, seen) for i, step in enumerate(steps)]
-        except StoreError as exc:  # the commit failed: no step of the batch was kept
-            return [self.store_failed(raw, i, exc) for i, raw in enumerate(batch)]
+        guard = self.guard
+        guard.rider.catch_up()  # steps journaled in an outage go in before this batch
 
-    def store_failed(self, raw: Any, index: int, exc: Exception) -> dict[str, Any]:
-        """The wire verdict ``on_store_error`` gives a step the store did not judge in time."""
+        def attempt() -> list[dict[str, Any]]:
+            with paused_replay(), batch_of(self.store, sessions):
+                return [self.judge(step, i, seen) for i, step in zip(at, steps, strict=True)]
+
+        try:
+            return guard.ride_out(attempt)
+        except StoreError as exc:  # the commit failed: no step of the batch was kept
+            return [
+                self.store_failed(raw, i, exc, step)
+                for i, raw, step in zip(at, batch, steps, strict=True)
+            ]
+
+    def store_failed(
+        self, raw: Any, index: int, exc: Exception, step: Step | None = None
+    ) -> dict[str, Any]:
+        """The wire verdict ``on_store_error`` gives a step the store did not judge in time.
+
+        With ``step`` (the store failed, nothing of it was kept) the step is journaled; without
+        (the request's deadline passed) the worker still judging it records or journals it.
+        """
         sid = raw.get("session") if isinstance(raw, dict) else None
         sid = sid if isinstance(sid, str) else "default"
-        verdict = self.guard._store_failed(StoreError(str(exc)), sid)
+        error = exc if isinstance(exc, StoreError) else StoreError(str(exc))
+        if isinstance(step, Step):
+            verdict = self.guard.unrecorded(step, error)
+        else:
+            verdict = self.guard._store_failed(error, sid)
         wire = verdict.to_wire(index)
         wire["hint"] = verdict.hint
         wire["session"] = sid
@@ -418,6 +462,28 @@ class Service:
         }
         self.recent[step.session].append(event)
         self.hub.publish("verdict", event)
+
+
+_PLAIN_KEYS: dict[str, bool] = {}
+"""A verdict's keys, and whether ``redact_value`` treats the key as it treats any other."""
+
+
+def _redacted(wire: dict[str, Any]) -> dict[str, Any]:
+    """``redact_value(wire)`` for a flat verdict: each key's checks made once per process."""
+    out: dict[str, Any] = {}
+    for key, value in wire.items():
+        plain = _PLAIN_KEYS.get(key)
+        if plain is None:
+            plain = not is_sensitive_key(key) and not _weak_key(key)
+            if len(_PLAIN_KEYS) < 64:
+                _PLAIN_KEYS[key] = plain
+        if isinstance(value, str) and plain:
+            out[key] = redact_text(value) if value else value
+        elif value is None or (plain and isinstance(value, int | float)):
+            out[key] = value
+        else:  # a secret-looking key, a list (evidence): as redact_value does it
+            out[key] = redact_value({key: value})[key]
+    return out
 
 
 def _jsonable(value: Any) -> Any:
