@@ -86,18 +86,20 @@ $(CLIS_STAMP): Makefile
 	  else echo "note: npm install failed; the real agent CLI tests will skip"; fi; \
 	else echo "note: npm is missing; the real agent CLI tests will skip"; fi
 
-# Debian's chromium for the browser tests (Playwright drives it; nothing is downloaded at run
-# time), and acl (tests/hooks/test_real_failures.py lets its user reach the interpreter). Installed when missing and we may use apt-get; elsewhere those tests skip with a reason.
+# Debian's packages the tests use: chromium for the browser tests (Playwright drives it; nothing
+# is downloaded at run time), acl (tests/hooks/test_real_failures.py lets its user reach the
+# interpreter) and a C compiler (the native hook client). Installed when missing and we may use
+# apt-get; elsewhere those tests skip with a reason, or the hooks use the Python client.
 sysdeps:
-	@if [ ! -x /usr/bin/setfacl ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	  echo "installing acl (the hook tests run an agent as another user)"; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq acl >/dev/null || true; \
-	fi
-	@if [ ! -x /usr/bin/chromium ]; then \
+	@missing=""; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	[ -x /usr/bin/setfacl ] || missing="$$missing acl"; \
+	command -v cc >/dev/null || missing="$$missing gcc libc6-dev"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    echo "installing Debian's chromium for the browser tests"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
-	  else echo "note: /usr/bin/chromium is missing; browser tests will skip"; fi; \
+	    echo "installing Debian's$$missing for the tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "note:$$missing missing; the tests that need them skip"; fi; \
 	fi
 
 lint: $(STAMP)
