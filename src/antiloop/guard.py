@@ -378,6 +378,9 @@ class Guard:
     def _store_failed(self, exc: StoreError, session: str) -> Verdict:
         """The store failed: follow ``on_store_error`` (allow with a loud log, or block)."""
         message = f"antiloop: store {self.store.url} failed for session {session!r}: {exc}"
+        from antiloop.stores import faults
+
+        faults.count("error")
         if self.on_store_error == "block":
             _log().error("%s; blocking the call (on_store_error=block)", message)
             return Verdict.block(
@@ -404,6 +407,7 @@ class Guard:
             error=step.error,
             exit_code=step.exit_code,
             verdict=verdict,
+            detail=_usage(step),
         )
 
     # -- people and sessions -----------------------------------------------------------------
@@ -515,3 +519,12 @@ class Guard:
             return wrapped(self, func, tool or func.__name__, agent)
 
         return decorate(fn) if fn is not None else decorate
+
+
+def _usage(step: Step) -> dict[str, Any]:
+    """The tokens and cost the step reported, kept in its audit record (the console shows them)."""
+    if step.tokens_in is None and step.tokens_out is None and step.cost_usd is None:
+        return {}
+    # "usage", not "tokens_in": the redactor hides the values of keys that name a token
+    found = {"in": step.tokens_in, "out": step.tokens_out, "usd": step.cost_usd}
+    return {"usage": {k: v for k, v in found.items() if v is not None}}
