@@ -429,9 +429,17 @@ class Guard:
         """End a session with a verdict (a person stopped it), unless it ended already."""
         state = self.store.peek(session)
         if state is None or state.ended is None:
+            ended = False
             with self.store.transaction(session) as live:
                 if live.ended is None:
                     live.ended = verdict
+                    ended = True
+            if ended and self._audit is not None:  # the end, and who made it, in the log
+                self._audit(
+                    AuditEvent(
+                        "session", session, self.clock(), verdict=verdict, detail={"event": "ended"}
+                    )
+                )
 
     def ended(self, session: str | None = None) -> Verdict | None:
         """The verdict that ended a session, or None while it goes on."""

@@ -42,6 +42,7 @@ class Summary:
     last_action: str | None = None
     detectors: set[str] = field(default_factory=set)
     end: dict[str, Any] | None = None
+    last: dict[str, Any] | None = None  # the latest verdict that was not continue
     stop: dict[str, Any] | None = None
     closed: float | None = None
 
@@ -70,6 +71,7 @@ class Summary:
             "last_action": self.last_action,
             "detectors": sorted(self.detectors),
             "end": self.end,
+            "last": self.last,
             "stop_requested": self.stop,
             "pending_approvals": pending,
         }
@@ -170,6 +172,8 @@ class SessionIndex:
         kind = record.kind
         if kind in ("step", "check"):
             self._step(found, record)
+        elif kind == "session" and record.action == "stop":  # a person (or kill) ended it
+            self._ended(found, record)
         elif kind == "reset":
             found.end = found.stop = None
             found.closed = None
@@ -196,9 +200,17 @@ class SessionIndex:
             found.checks += 1
         found.last_tool = record.tool
         found.last_action = record.action
-        if record.action not in (None, "continue") and record.detector:
-            found.detectors.add(record.detector)
-        if record.action == "stop" and found.end is None and record.detector != "terminated":
+        if record.action not in (None, "continue"):
+            found.last = verdict_of(record)
+            if record.detector:
+                found.detectors.add(record.detector)
+        if record.action == "stop":
+            self._ended(found, record)
+
+    def _ended(self, found: Summary, record: AuditRecord) -> None:
+        if found.end is None and record.detector != "terminated":
             found.end = verdict_of(record)
             found.end["state"] = "done" if record.detector == "goal" else "stopped"
+            if record.detector:
+                found.detectors.add(record.detector)
             self.stops.append((record.at, record.detector, record.fingerprint))

@@ -1,9 +1,10 @@
 """``GET /metrics``: the service in Prometheus' text format, through ``prometheus-client``.
 
 Per process (each replica its own): request latency by route, method and status
-(``antiloop_http_request_duration_seconds``), store faults (``antiloop_store_errors_total`` by
-kind: ``timeout`` and ``error`` for a route's store call, ``unguarded`` for a step answered by
-``on_store_error``; ``antiloop_store_retries_total``). Read at each scrape: the pending approvals
+(``antiloop_http_request_duration_seconds``), store faults: a route's store call that failed
+or timed out (``antiloop_store_errors_total`` by ``kind``), a step answered by
+``on_store_error`` (``antiloop_store_unguarded_total``), a transient error retried
+(``antiloop_store_retries_total``). Read at each scrape: the pending approvals
 and the age of the oldest (``antiloop_pending_approvals``,
 ``antiloop_oldest_pending_approval_age_seconds``), and, from the audit log the store shares
 (every entry point: API, hooks, library, other replicas), the steps and checks judged and the
@@ -83,6 +84,8 @@ class Metrics:
             ("kind",),
             registry=self.registry,
         )
+        for kind in ("timeout", "error"):
+            self.store_errors.labels(kind)  # shown as 0 before the first
         self.registry.register(_ReadAtScrape(self))
 
     def wrap_calls(self) -> None:
