@@ -6,8 +6,6 @@ over HTTP, a library session written straight to the store, and ``filler`` plain
 page past the first page).
 """
 
-# ruff: noqa: S108  (fixed paths in step arguments, never opened)
-
 from __future__ import annotations
 
 import uuid
@@ -54,8 +52,14 @@ def seed(server: Server, store_url: str, filler: int = 0) -> dict[str, Any]:
 
     goal = made["goal"] = _id("goal")
     steps = [
-        {"session": goal, "agent": "fixer", "tool": "Read", "goal": GOAL, "output": f"line {i}",
-         "args": {"file_path": f"src/f{i}.py"}}
+        {
+            "session": goal,
+            "agent": "fixer",
+            "tool": "Read",
+            "goal": GOAL,
+            "output": f"line {i}",
+            "args": {"file_path": f"src/f{i}.py"},
+        }
         for i in range(6)
     ]
     steps.append({**steps[0], "args": {"file_path": "done.txt"}, "message": GOAL, "output": "ok"})
@@ -67,35 +71,65 @@ def seed(server: Server, store_url: str, filler: int = 0) -> dict[str, Any]:
     server.call(
         "POST",
         "/v1/steps",
-        {"session": long, "agent": "builder", "tool": "Bash", "args": {"command": "make"},
-         "output": text, "exit_code": 2, "error": "make: *** [all] Error 2"},
+        {
+            "session": long,
+            "agent": "builder",
+            "tool": "Bash",
+            "args": {"command": "make"},
+            "output": text,
+            "exit_code": 2,
+            "error": "make: *** [all] Error 2",
+        },
     )
 
     waiting = made["waiting"] = _id("wait")
     _, gate = server.call(
-        "POST", "/v1/check",
+        "POST",
+        "/v1/check",
         {"tool": "Bash", "args": {"command": "rm -rf build"}, "session": waiting, "agent": "ops"},
     )
     made["pending"] = gate["approval"]["id"]
 
     person = made["person"] = _id("halt")
-    server.call("POST", "/v1/steps", {"session": person, "agent": "ops", "tool": "Read",
-                                      "args": {"file_path": "x"}, "output": "1"})
+    server.call(
+        "POST",
+        "/v1/steps",
+        {
+            "session": person,
+            "agent": "ops",
+            "tool": "Read",
+            "args": {"file_path": "x"},
+            "output": "1",
+        },
+    )
     server.call("POST", f"/v1/sessions/{person}/stop", {"reason": "wrong branch"}, token=NAMED)
-    _, stopped = server.call("POST", "/v1/steps", {"session": person, "agent": "ops",
-                                                   "tool": "Read", "args": {"file_path": "y"},
-                                                   "output": "2"})
+    _, stopped = server.call(
+        "POST",
+        "/v1/steps",
+        {
+            "session": person,
+            "agent": "ops",
+            "tool": "Read",
+            "args": {"file_path": "y"},
+            "output": "2",
+        },
+    )
     made["person_verdict"] = stopped
 
     hook = made["hook"] = "cc-" + uuid.uuid4().hex[:8]
     grep_in = {"pattern": "doubleJump", "path": "src"}
     result = {"mode": "content", "content": "src/app.ts:12:  doubleJump(): void {", "numLines": 1}
     for _ in range(2):
-        server.call("POST", "/v1/hooks/claude-code",
-                    _hook(hook, "PreToolUse", tool_name="Grep", tool_input=grep_in))
-        server.call("POST", "/v1/hooks/claude-code",
-                    _hook(hook, "PostToolUse", tool_name="Grep", tool_input=grep_in,
-                          tool_response=result))
+        server.call(
+            "POST",
+            "/v1/hooks/claude-code",
+            _hook(hook, "PreToolUse", tool_name="Grep", tool_input=grep_in),
+        )
+        server.call(
+            "POST",
+            "/v1/hooks/claude-code",
+            _hook(hook, "PostToolUse", tool_name="Grep", tool_input=grep_in, tool_response=result),
+        )
 
     from antiloop import Guard
 
@@ -103,15 +137,28 @@ def seed(server: Server, store_url: str, filler: int = 0) -> dict[str, Any]:
     guard = Guard(store=store_url)
     try:
         for _ in range(2):
-            guard.record({"session": library, "agent": "script", "tool": "Bash",
-                          "args": {"command": "pytest -x"}, "output": "1 failed", "exit_code": 1})
+            guard.record(
+                {
+                    "session": library,
+                    "agent": "script",
+                    "tool": "Bash",
+                    "args": {"command": "pytest -x"},
+                    "output": "1 failed",
+                    "exit_code": 1,
+                }
+            )
     finally:
         guard.store.close()
 
     if filler:
         batch = [
-            {"session": f"fill-{n:03d}", "agent": "bulk", "tool": "Read",
-             "args": {"file_path": f"f{n}"}, "output": str(n)}
+            {
+                "session": f"fill-{n:03d}",
+                "agent": "bulk",
+                "tool": "Read",
+                "args": {"file_path": f"f{n}"},
+                "output": str(n),
+            }
             for n in range(filler)
         ]
         for start in range(0, filler, 500):

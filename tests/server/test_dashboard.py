@@ -217,7 +217,7 @@ def test_session_page_of_a_stopped_loop(page: Any, world: Any) -> None:
         "nodes => nodes.map(n => n.dataset.action)"
     )
     assert actions == ["stop", "continue", "continue"]  # newest first
-    assert page.locator("#s-status").inner_text() == "stopped"
+    assert page.locator("#s-status").inner_text() == "stopped: loop"  # as the audit log says
     latest = page.locator("#s-latest")
     assert latest.locator("code.fingerprint").inner_text() == world["fingerprint"]
     assert latest.locator(".reason").inner_text() not in ("", "—")
@@ -279,7 +279,8 @@ def test_feedback_then_stop_and_controls_go(page: Any, world: Any) -> None:
     )
     _, hinted = server.call("POST", "/v1/steps", _step(session, "b"))
     assert hinted["hint"] == "A person says: try the tests first"
-    row.locator("button.stop").click()
+    row.locator("button.stop").click()  # Stop asks for a reason and a confirmation
+    page.locator("#stop-confirm").click()
     row.locator(".state", has_text="stopping").wait_for()
     assert row.locator("button.stop").count() == 0
     _, stopped = server.call("POST", "/v1/steps", _step(session, "c"))

@@ -24,7 +24,6 @@ from antiloop.hooks.events import DIALECTS
 from antiloop.redact import redact_text, redact_value
 from antiloop.server import models
 from antiloop.server.console import people
-from antiloop.server.service import DEFAULT_IDENTITY
 from antiloop.server.limits import BadRequest, StoreTimeout
 from antiloop.server.routing import (
     ERRORS,
@@ -34,6 +33,7 @@ from antiloop.server.routing import (
     router_of,
     whole_number,
 )
+from antiloop.server.service import DEFAULT_IDENTITY
 
 if TYPE_CHECKING:
     from antiloop.fleet import Fleet

@@ -34,7 +34,9 @@ if TYPE_CHECKING:
     from antiloop.stores.auditlog import AuditRecord
 
 Scope = MutableMapping[str, Any]
-ASGI = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+ASGI = Callable[
+    [Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]
+]
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 STREAMS = frozenset({"/v1/events"})  # open for as long as a dashboard is: not a latency
 

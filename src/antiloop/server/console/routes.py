@@ -1,5 +1,4 @@
-"""The console's routes: sessions with filters, one session's steps, the fleet, who you are,
-``/metrics`` and ``/docs``.
+"""The console's routes: sessions, one session's steps, the fleet, whoami, /metrics, /docs.
 
 ``install(app, service)`` adds them to the application (``antiloop.server.app``), times every
 request for ``/metrics`` and counts the store calls that fail. Every route but ``/docs`` (a
@@ -96,8 +95,12 @@ def console_routes(service: Service, index: SessionIndex, metrics: Metrics) -> A
         agent: Annotated[str | None, Query(max_length=200)] = None,
         state: State | None = None,
         detector: Annotated[str | None, Query(max_length=100)] = None,
-        since: Annotated[float | None, Query(description="last active at or after (epoch s)")] = None,
-        until: Annotated[float | None, Query(description="last active at or before (epoch s)")] = None,
+        since: Annotated[
+            float | None, Query(description="last active at or after (epoch s)")
+        ] = None,
+        until: Annotated[
+            float | None, Query(description="last active at or before (epoch s)")
+        ] = None,
         limit: Limit = PAGE,
         cursor: Cursor = 0,
     ) -> Response:
@@ -140,15 +143,17 @@ def console_routes(service: Service, index: SessionIndex, metrics: Metrics) -> A
 
     @router.get(
         "/metrics",
-        summary="Prometheus metrics (text format 0.0.4)",
+        summary="Prometheus metrics (text format; OpenMetrics when the Accept header asks)",
         response_class=Response,
         responses={200: {"content": {"text/plain": {}}, "description": "the metrics"}},
     )
-    async def prometheus() -> Response:
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    async def prometheus(request: Request) -> Response:
+        from prometheus_client.exposition import choose_encoder
 
-        text = await service.call(generate_latest, metrics.registry)
-        return Response(text, media_type=CONTENT_TYPE_LATEST)
+        # the text format, or OpenMetrics when the scraper's Accept header prefers it
+        encode, media_type = choose_encoder(request.headers.get("accept", ""))
+        text = await service.call(encode, metrics.registry)
+        return Response(text, headers={"Content-Type": media_type})
 
     return router
 

@@ -158,14 +158,16 @@ def session_view(service: Service, index: SessionIndex, sid: str) -> dict[str, A
     records: list[AuditRecord] = []
     if audited(service, index):
         index.refresh()
-        records = list(service.store.audit_records(session=sid))
+        records = list(index.store.audit_records(session=sid))
     pending = pending_by_session(service).get(sid, [])
     summary = index.get(sid) if records else None
     if summary is None:
         summary = next((s for s in summaries(service, index) if s.session == sid), None)
     if summary is None and pending:
         first = pending[0]
-        summary = Summary(sid, agent=first.agent, first_at=first.created_at, last_at=first.created_at)
+        summary = Summary(
+            sid, agent=first.agent, first_at=first.created_at, last_at=first.created_at
+        )
     if summary is None:
         return None
     steps = [step_row(r) for r in records if r.kind in ("step", "check")]
@@ -203,7 +205,9 @@ def loop_of(end: dict[str, Any] | None, steps: list[dict[str, Any]]) -> dict[str
     wanted = set(end["evidence"])
     matched = [s for s in steps if s["kind"] == "step" and s["index"] in wanted]
     same_args = len({s["args"] for s in matched}) == 1 if matched else False
-    same_output = len({(s["output"], s["output_bytes"]) for s in matched}) == 1 if matched else False
+    same_output = (
+        len({(s["output"], s["output_bytes"]) for s in matched}) == 1 if matched else False
+    )
     return {
         "detector": end.get("detector"),
         "outcome": end.get("outcome"),
@@ -266,7 +270,7 @@ def fleet_view(service: Service, index: SessionIndex, hours: int, top: int) -> d
         else [(s.last_at, (s.end or {}).get("detector"), None) for s in known if s.end]
     )
     for at, detector, _ in stops:
-        if at >= start:
+        if at >= start and detector != "goal":  # a goal reached is a success, not a stop
             slot = int((at - start) // 3600)
             if 0 <= slot < hours:
                 per_hour[slot] += 1
