@@ -441,3 +441,16 @@ def test_a_trusted_proxy_names_the_person(tmp_path: Path) -> None:
         ]
     finally:
         stop_server(server)
+
+
+def test_docs_page_holds_no_data_and_no_outside_address(console: Any) -> None:
+    """/docs needs no token, fetches nothing from outside, and is served with a strict CSP."""
+    request = urllib.request.Request(console["server"].url + "/docs")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        csp = response.headers["Content-Security-Policy"]
+        page = response.read().decode()
+    assert "default-src 'self'" in csp
+    assert "frame-ancestors 'none'" in csp
+    assert "http://" not in page
+    assert "https://" not in page
+    assert "/openapi.json" in page
