@@ -108,7 +108,7 @@ COMPILED_STAMP := $(COMPILED_DIR)/.built
 # minutes with the build); tests/test_compiled.py checks that they are the ones loaded.
 COMPILED_TESTS := tests/test_compiled.py tests/test_canonical.py tests/test_canonical_props.py \
   tests/test_canonical_mutants.py tests/test_readings.py tests/test_readings_rows.py tests/test_guard.py tests/test_check.py \
-  tests/test_detectors.py tests/test_boundaries.py tests/test_protocol_v11.py \
+  tests/test_detectors.py tests/test_boundaries.py tests/test_protocol_v11.py tests/test_protocol_v12.py \
   tests/test_fingerprint.py tests/test_redact.py tests/test_shell_mutants.py
 
 compiled: $(COMPILED_STAMP)

@@ -403,15 +403,17 @@ def test_shell_options_before_the_script(
 
 
 @pytest.mark.parametrize(
-    ("command", "same"),
+    ("command", "parsed"),
     [
         ("echo 'a' 'b c", "echo a 'b c'"),
         ("echo it's", "echo its"),
     ],
 )
-def test_an_unclosed_quote_runs_to_the_end(command: str, same: str) -> None:
-    """An unclosed single quote quotes the rest of the command, spaces included."""
-    assert sh(command).key == sh(same).key
+def test_an_unclosed_quote_compares_verbatim(command: str, parsed: str) -> None:
+    """A quote left open: bash refuses the command, so it compares as written (v1.2)."""
+    assert sh(command).key != sh(parsed).key
+    assert sh(command).key == sh(command + "  ").key
+    assert sh(command).key != sh(command.replace(" ", "  ", 1)).key
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,9 +14,18 @@ from typing import Any
 from antiloop._forms import canonical_path, dumps_items, pattern_words, render, verbatim
 from antiloop._patterns import Patterns
 from antiloop._rules import OPERATIONS, Program, Rules, Runner
-from antiloop._shell import INPUTS, WRITES, Command, Token, commands, tokens_of
+from antiloop._shell import (
+    INPUTS,
+    WRITES,
+    Command,
+    Token,
+    commands,
+    plain_tokens,
+    tokenize,
+    unparsable,
+)
 
-__all__ = ["Shell", "read_tokens", "shell", "stripped"]
+__all__ = ["Shell", "read_text", "read_tokens", "shell", "stripped"]
 
 #: (operation, params, context, paths in order, programs, (program, operation) of each part)
 Shell = tuple[str, str, str, list[str], tuple[str, ...], tuple[tuple[str, str], ...]]
@@ -37,6 +46,7 @@ RX = Patterns(
     ext=r"\.[A-Za-z][A-Za-z0-9_]{0,9}$",
     not_pathy=r"[\s'\"`$;&|<>()\\{}=]",
     sed_script=r"^(?:\d+,?\d*)?[sy]([/|#:,@!]).*\1.*\1\w*$",
+    body=r"([^\n]*)\n(?:(.*)\n)?end_of_\w+[ \t]*",
 )
 
 
@@ -416,7 +426,33 @@ def _shell_script(words: list[str]) -> str | None:
 
 def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
     """The operation, canonical words, context, paths and programs of a shell command."""
-    return read_tokens(tokens_of(stripped(command)), cwd, rules)
+    text = stripped(command)
+    tokens = plain_tokens(text)
+    return read_tokens(tokens, cwd, rules) if tokens is not None else read_text(text, cwd, rules)
+
+
+def read_text(text: str, cwd: str | None, rules: Rules) -> Shell:
+    """``shell`` of a stripped command that is not plain words (section 3.2's verbatim cases).
+
+    An editor command of an agent-computer interface (``edit 5:5``, its text, ``end_of_edit``)
+    keeps its text verbatim, indentation included; a command the shell cannot parse (an
+    unquoted ``(``, an unclosed quote) compares verbatim, since its words are not known.
+    """
+    body = RX.body.fullmatch(text) if "\nend_of_" in text else None
+    if body is not None:
+        head = tokenize(body.group(1))
+        words = head[0][1] if head and isinstance(head[0], tuple) and head[0][0] == "w" else ""
+        if rules.programs.get(words, _NO_PROGRAM).body and not unparsable(head):
+            op, params, context, paths, programs, parts = read_tokens(head, cwd, rules)
+            text = RX.trailing_ws.sub("", body.group(2) or "")
+            return op, params + "\x1e" + dumps_items([text]), context, paths, programs, parts
+    tokens = tokenize(text)
+    reading = read_tokens(tokens, cwd, rules)
+    if not unparsable(tokens):
+        return reading
+    op, _, _, paths, programs, parts = reading
+    text = RX.trailing_ws.sub("", text)
+    return op, dumps_items(["\x1e", text]), text, paths, programs, parts
 
 
 def stripped(command: str) -> str:

@@ -66,6 +66,7 @@ class Program:
     script_flags: frozenset[str] = _NONE  # ... unless one of these gives it (``sed -e``)
     expression: frozenset[str] = _NONE  # start points, then tests taking file patterns (find)
     subcommands: bool = False  # its first operand is a subcommand: read by "NAME SUB"'s row
+    body: bool = False  # its lines after the first, up to an ``end_of_…`` line, are its text
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +213,18 @@ _PROGRAMS = (
     ),
     Program("git", (), "Cc", _names("git-dir work-tree namespace"), files=False, subcommands=True),
     Program("git apply", files=False, op="edit"),
+    # the commands of agent-computer interfaces (SWE-agent and its kind): a file viewer shows
+    # a window of a file (file contents, no error line); an editor's body is its text
+    *(Program(name, files=False, op="read")
+      for name in ("open", "goto", "scroll_up", "scroll_down")),
+    *(Program(name, commute=True, search=True) for name in ("search_file", "search_dir")),
+    Program("find_file", commute=True),
+    *(Program(name, files=False, op="edit", body=True)
+      for name in ("edit", "create", "insert", "append")),
+    Program("str_replace_editor", files=False, subcommands=True),
+    Program("str_replace_editor view", files=False, op="read"),
+    *(Program("str_replace_editor " + sub, files=False, op="edit")
+      for sub in ("create", "str_replace", "insert", "undo_edit")),
 )  # fmt: skip
 
 _PACKAGE = ("pc", _names("package call"))

@@ -29,12 +29,12 @@ import re
 from dataclasses import fields
 from typing import Any
 
-from antiloop._commands import _RESERVED, _SHELLS, _SKIP_WORDS, Shell, read_tokens
+from antiloop._commands import _RESERVED, _SHELLS, _SKIP_WORDS, Shell, read_text, read_tokens
 from antiloop._commands import RX as _CMD_RX
 from antiloop._commands import stripped as _stripped
 from antiloop._forms import pattern_words
 from antiloop._rules import Rules
-from antiloop._shell import Redirect, Token, plain_tokens, tokenize
+from antiloop._shell import Redirect, Token, plain_tokens
 
 __all__ = ["clear", "shell"]
 
@@ -103,7 +103,7 @@ def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
     text = _stripped(command)
     tokens = plain_tokens(text)
     if tokens is None:
-        return read_tokens(tokenize(text), cwd, rules)
+        return read_text(text, cwd, rules)
     if "zq" in text.lower():
         return read_tokens(tokens, cwd, rules)
     if _seen[0] is not rules:

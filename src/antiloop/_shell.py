@@ -24,6 +24,7 @@ __all__ = [
     "plain_tokens",
     "tokenize",
     "tokens_of",
+    "unparsable",
 ]
 
 _OPERATORS = {
@@ -61,7 +62,8 @@ class Redirect:
         self.quoted = quoted
 
 
-# A token: a word (str), a separator ("&&", "|", ";", "&", "(", ")"…) or a redirection.
+# A token: a word (str), a separator ("&&", "|", ";", "&", "(", ")"…), a redirection, or
+# ("err", reason) last when a quote was left open.
 Token = tuple[str, str] | Redirect
 
 
@@ -117,7 +119,10 @@ def _ansi_code(code: str) -> str:
 
 
 def _read_word(s: str, i: int) -> tuple[str, int, bool]:
-    """Read one shell word from ``s[i]``: (text with quotes removed, end index, quoted)."""
+    """Read one shell word from ``s[i]``: (text with quotes removed, end index, quoted).
+
+    The end index is past the end of ``s`` when a quote was left open.
+    """
     n = len(s)
     buf: list[str] = []
     quoted = False
@@ -161,7 +166,9 @@ def _read_word(s: str, i: int) -> tuple[str, int, bool]:
         elif c == "\\":
             if i + 1 == n:  # a backslash at the very end is itself
                 buf.append(c)
-            elif s[i + 1] != "\n":
+                i += 1
+                continue
+            if s[i + 1] != "\n":
                 buf.append(s[i + 1])
             i += 2
         elif c == "`":
@@ -192,13 +199,14 @@ def _read_word(s: str, i: int) -> tuple[str, int, bool]:
         else:  # a lone "$"
             buf.append(c)
             i += 1
-    return "".join(buf), min(i, n), quoted
+    return "".join(buf), i, quoted  # past the end: a quote left open
 
 
 def tokenize(s: str) -> list[Token]:
     """Split a command into words, separators and redirections (a subset of POSIX sh)."""
     tokens: list[Token] = []
     pending: list[tuple[Redirect, str, bool]] = []  # heredocs waiting for their bodies
+    open_quote = False
     n = len(s)
     i = 0
     while i < n:
@@ -245,6 +253,8 @@ def tokenize(s: str) -> list[Token]:
                 while i < n and s[i] in " \t":
                     i += 1
                 target, i, quoted = _read_word(s, i)
+                if i > n:
+                    i, open_quote = n, True
                 redir = Redirect(fd + op, target)
                 if op in ("<<", "<<-"):
                     redir.heredoc, redir.quoted = True, quoted
@@ -254,11 +264,15 @@ def tokenize(s: str) -> list[Token]:
                 tokens.append(("sep", op))
             continue
         word, j, quoted = _read_word(s, i)
+        if j > n:
+            j, open_quote = n, True
         if not quoted and j < n and s[j] in "<>" and _DIGITS.fullmatch(word):
             tokens.append(("fd", word))
         else:
             tokens.append(("w", word))
         i = j
+    if open_quote:
+        tokens.append(("err", "a quote left open"))
     return tokens
 
 
@@ -312,7 +326,7 @@ def commands(tokens: list[Token]) -> list[Command]:
             redirs.append(tok)
         elif tok[0] == "w":
             words.append(tok[1])
-        elif tok[1] in ("(", ")"):
+        elif tok[1] in ("(", ")") or tok[0] == "err":
             continue
         elif words or redirs:
             cmds.append(Command(words, redirs, tok[1]))
@@ -324,3 +338,46 @@ def commands(tokens: list[Token]) -> list[Command]:
     if cmds and cmds[-1].sep == ";":
         cmds[-1].sep = ""
     return cmds
+
+
+# words after which "(" opens a group or a list: reserved words, an array assignment's "x="
+_BEFORE_GROUP = frozenset({"if", "elif", "then", "else", "while", "until", "do", "for", "!", "{",
+                           "[[", "time", "select", "function", "coproc"})  # fmt: skip
+
+
+def unparsable(tokens: list[Token]) -> bool:
+    """Whether bash would refuse the command: a quote left open, a parenthesis out of place.
+
+    Example:
+        >>> unparsable(tokenize("python -c print(parse_one(1))")), unparsable(tokenize("f() (ls)"))
+        (True, False)
+    """
+    depth = 0
+    words = 0  # words of the simple command so far
+    prev: Token | None = None
+    for i, tok in enumerate(tokens):
+        if isinstance(tok, Redirect):  # ``<(cmd)``: a process substitution
+            prev = tok
+            continue
+        kind, text = tok
+        if kind == "err":
+            return True
+        if kind == "w":
+            if text == "case":  # its patterns close parentheses they never opened
+                return False
+            words += 1
+        elif text == "(":
+            if isinstance(prev, tuple) and prev[0] == "w" and prev[1] not in _BEFORE_GROUP:
+                function = words == 1 and tokens[i + 1 : i + 2] == [("sep", ")")]
+                if not (function or prev[1].endswith("=")):
+                    return True
+            depth += 1
+            words = 0
+        elif text == ")":
+            if depth == 0:
+                return True
+            depth -= 1
+        elif kind == "sep":
+            words = 0
+        prev = tok
+    return False

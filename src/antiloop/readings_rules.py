@@ -284,6 +284,16 @@ SCRUBBERS = (
         before=r"(?:(?:^|[^\w])(?:p?pid|pgid|process(?: group)?(?: id)?)[ \t]*[:=#]?[ \t]*"
         r"|(?:^|[^\w\[])\[0+\]\+? )$",
     ),
+    # the line counter of a shell's own messages: "/bin/bash: line 290:", "bash: -c: line 1:",
+    # "sh: 1:" (dash), "zsh:3:", "ksh: line 2:" (a script's "./run.sh: line 3:" is no counter)
+    Scrubber(
+        "shell line",
+        r"(?:(?<=bash: line )|(?<=ksh: line )|(?<=/sh: line )|(?<=\nsh: line )|(?<=\Ash: line )"
+        r"|(?<=-c: line )|(?<=/sh: )|(?<=\nsh: )|(?<=\Ash: )|(?<=zsh:))0++(?=:)",
+        "<line>",
+        view=True,
+        needs="sh",
+    ),
     # /tmp/..., /var/tmp/..., /var/folders/... (macOS), /private/var/folders/..., /dev/shm/...
     Scrubber(
         "temporary path",
