@@ -110,6 +110,7 @@ class Metrics:
     def middleware(self, app: ASGI) -> ASGI:
         """An ASGI middleware timing every HTTP request by its route template."""
         latency = self.latency
+        children: dict[tuple[str, str, int], Any] = {}  # labels() once per route, method, status
 
         async def timed(scope: Scope, receive: Any, send: Any) -> None:
             if scope["type"] != "http":
@@ -129,9 +130,11 @@ class Metrics:
                 route = scope.get("route")
                 path = getattr(route, "path", None) or "unmatched"
                 if path not in STREAMS:
-                    latency.labels(path, scope["method"], str(status[0])).observe(
-                        time.perf_counter() - started
-                    )
+                    key = (path, scope["method"], status[0])
+                    child = children.get(key)
+                    if child is None:
+                        child = children[key] = latency.labels(path, key[1], str(key[2]))
+                    child.observe(time.perf_counter() - started)
 
         return timed
 
