@@ -20,6 +20,7 @@ from antiloop.stores.auditlog import AuditRecord
 
 MAX_SESSIONS = 100_000
 MAX_STOPS = 100_000
+CHUNK = 1000  # records applied at a time: readers of the summaries wait for no more
 STATES = ("running", "waiting", "stopping", "stopped", "done", "ended")
 """``waiting``: a pending approval; ``stopping``: a stop was asked; ``ended``: the agent's own
 session end (a hook's ``end`` event) without a stop."""
@@ -122,19 +123,44 @@ class SessionIndex:
         self.sessions: OrderedDict[str, Summary] = OrderedDict()
         self.stops: deque[tuple[float, str | None, str | None]] = deque(maxlen=MAX_STOPS)
         self.listeners: list[Callable[[AuditRecord], None]] = []  # told of every record read
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the summaries
+        self._reading = threading.Lock()  # one reader of the log at a time
 
     @property
     def audited(self) -> bool:
         """True when the store keeps an audit log."""
         return callable(getattr(self.store, "audit_records", None))
 
-    def refresh(self) -> None:
-        """Read the records appended since the last call."""
+    def refresh(self) -> bool:
+        """Read the records appended since the last call; False while another call reads them.
+
+        One call reads at a time; the others answer at once from what is read so far (a first
+        read after a start takes a while on a long log: they do not queue behind it).
+        """
         if not self.audited:
-            return
-        with self._lock:
+            return True
+        if not self._reading.acquire(blocking=False):
+            return False
+        try:
+            chunk: list[AuditRecord] = []
             for record in self.store.audit_records(since_seq=self.seq):
+                chunk.append(record)
+                if len(chunk) >= CHUNK:
+                    self._apply(chunk)
+                    chunk = []
+            self._apply(chunk)
+        finally:
+            self._reading.release()
+        return True
+
+    @property
+    def reading(self) -> bool:
+        """True while a call reads the log (the summaries may be behind it)."""
+        return self._reading.locked()
+
+    def _apply(self, records: list[AuditRecord]) -> None:
+        with self._lock:
+            for record in records:
                 self.seq = max(self.seq, record.seq)
                 self._add(record)
                 for listener in self.listeners:

@@ -134,6 +134,7 @@ def session_list(
         "agents": sorted({r["agent"] for r in rows if r["agent"]})[:200],
         "detectors": sorted({d for r in rows for d in r["detectors"]}),
         "audited": audited(service, index),
+        "catching_up": index.reading,
     }
 
 
