@@ -37,23 +37,21 @@ class Filters:
     since: float | None = None
     until: float | None = None
 
-    def keeps(self, row: dict[str, Any], with_state: bool = True) -> bool:
-        """True when the row passes every filter (the state's only when ``with_state``)."""
-        if self.agent and row["agent"] != self.agent:
+    def keeps(self, s: Summary) -> bool:
+        """True when the session passes every filter but the state's."""
+        if self.agent and s.agent != self.agent:
             return False
-        if with_state and self.state and row["state"] != self.state:
+        if self.detector and self.detector not in s.detectors:
             return False
-        if self.detector and self.detector not in row["detectors"]:
+        if self.since is not None and s.last_at < self.since:
             return False
-        if self.since is not None and row["last_at"] < self.since:
-            return False
-        if self.until is not None and row["last_at"] > self.until:
+        if self.until is not None and s.last_at > self.until:
             return False
         if self.q:
-            end = row["end"] or {}
+            end = s.end or {}
             text = " ".join(
                 str(v or "")
-                for v in (row["session"], row["agent"], end.get("reason"), end.get("fingerprint"))
+                for v in (s.session, s.agent, end.get("reason"), end.get("fingerprint"))
             )
             return self.q.casefold() in text.casefold()
         return True
@@ -111,12 +109,12 @@ def session_list(
         if sid not in names:
             first = min(r.created_at for r in requests)
             known.insert(0, Summary(sid, agent=requests[0].agent, first_at=first, last_at=first))
-    rows = [s.row(len(pending.get(s.session, ()))) for s in known]
-    rows.sort(key=lambda r: r["last_at"], reverse=True)
-    others = [r for r in rows if filters.keeps(r, with_state=False)]
-    states = Counter(r["state"] for r in others)
-    matched = [r for r in others if not filters.state or r["state"] == filters.state]
-    page = matched[cursor : cursor + limit]
+    known.sort(key=lambda s: s.last_at, reverse=True)
+    # Filtered on the summaries; only the page is made into rows (a fleet has many sessions).
+    others = [(s, s.state(s.session in pending)) for s in known if filters.keeps(s)]
+    states = Counter(state for _, state in others)
+    matched = [s for s, state in others if not filters.state or state == filters.state]
+    page = [s.row(len(pending.get(s.session, ()))) for s in matched[cursor : cursor + limit]]
     for row in page:  # a stop asked outside the console (antiloop stop) is in the ledger only
         if row["state"] == "running":
             by = service.ledger.stop_requested(row["session"])
@@ -127,12 +125,12 @@ def session_list(
         "sessions": page,
         "next_cursor": str(cursor + limit) if more else None,
         "counts": {
-            "total": len(rows),
+            "total": len(known),
             "matched": len(matched),
             "states": {state: states.get(state, 0) for state in STATES},
         },
-        "agents": sorted({r["agent"] for r in rows if r["agent"]})[:200],
-        "detectors": sorted({d for r in rows for d in r["detectors"]}),
+        "agents": sorted({s.agent for s in known if s.agent})[:200],
+        "detectors": sorted({d for s in known for d in s.detectors}),
         "audited": audited(service, index),
         "catching_up": index.reading,
     }
