@@ -106,14 +106,16 @@ COMPILED_SITE := $(CURDIR)/$(COMPILED_DIR)/site
 COMPILED_STAMP := $(COMPILED_DIR)/.built
 # The core tests and the conformance suite run again on the compiled modules (about two
 # minutes with the build); tests/test_compiled.py checks that they are the ones loaded.
-COMPILED_TESTS := tests/test_compiled.py tests/test_canonical.py tests/test_canonical_props.py \
-  tests/test_canonical_mutants.py tests/test_readings.py tests/test_readings_rows.py tests/test_guard.py tests/test_check.py \
-  tests/test_detectors.py tests/test_boundaries.py tests/test_protocol_v11.py tests/test_protocol_v12.py \
-  tests/test_fingerprint.py tests/test_redact.py tests/test_shell_mutants.py
+COMPILED_TESTS := tests/test_compiled.py tests/core/test_procedure.py \
+  tests/core/test_procedure_props.py tests/core/test_procedure_edges.py tests/core/test_result.py \
+  tests/core/test_rules_readings.py tests/test_guard.py tests/test_check.py \
+  tests/core/test_detectors.py tests/core/test_boundaries.py tests/test_protocol_v11.py \
+  tests/test_protocol_v12.py tests/core/test_fingerprint.py tests/core/test_redact.py \
+  tests/core/test_shell_tokens.py
 
 compiled: $(COMPILED_STAMP)
 
-$(COMPILED_STAMP): $(STAMP) pyproject.toml README.md $(wildcard src/antiloop/*.py)
+$(COMPILED_STAMP): $(STAMP) pyproject.toml README.md $(wildcard src/antiloop/*.py src/antiloop/core/*.py src/antiloop/core/*/*.py)
 	rm -rf $(COMPILED_DIR)/tree/src $(COMPILED_DIR)/wheel $(COMPILED_DIR)/site
 	mkdir -p $(COMPILED_DIR)/tree
 	tar -c --exclude=__pycache__ --exclude='*.so' pyproject.toml README.md LICENSE src \

@@ -48,7 +48,7 @@ def _warm_up() -> list[Call]:
 
 def main(which: str, kind: str, n: int) -> None:
     """Make ``n`` calls of ``kind`` (shell, stream, json) with the old or the new module."""
-    module = importlib.import_module("canon_old" if which == "old" else "antiloop.canonical")
+    module = importlib.import_module("canon_old" if which == "old" else "antiloop.core.procedure")
     if kind == "shell":
         calls = _shell_calls()
     else:

@@ -63,7 +63,11 @@ def _unwrap(module: Any, name: str, *also: Any) -> None:
 
 
 def _caches() -> dict[str, Callable[[], None]]:
-    from antiloop import _commands, _forms, canonical, decide, readings
+    from antiloop.core import decide
+    from antiloop.core import forms as _forms
+    from antiloop.core import procedure as canonical
+    from antiloop.core import result as readings
+    from antiloop.core.shell import engine as _commands
 
     return {
         "_forms.canonical_path (lru 4096)": lambda: _unwrap(
@@ -97,7 +101,7 @@ def _callgrind(state: str) -> None:
 
 
 def worker(n: int, sessions: int, without: list[str], callgrind: bool) -> dict[str, Any]:
-    import antiloop.canonical
+    import antiloop.core.procedure
     from antiloop import GuardConfig, step_from_dict
     from antiloop.guard import Guard
     from bench.engine import _quantiles, check_vs_parse, guard_record, naive_floor
@@ -112,7 +116,7 @@ def worker(n: int, sessions: int, without: list[str], callgrind: bool) -> dict[s
     del raw
     gc.collect()
     gc.freeze()
-    out: dict[str, Any] = {"canonical": Path(str(antiloop.canonical.__file__)).suffix}
+    out: dict[str, Any] = {"canonical": Path(str(antiloop.core.procedure.__file__)).suffix}
     if callgrind:
         warm = n // 3
         guard = Guard(config=GuardConfig(embedder="ngram", mode="shadow"))

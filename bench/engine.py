@@ -17,7 +17,7 @@ from typing import Any
 
 from antiloop import Guard, GuardConfig, Step, step_from_dict
 from antiloop.commands.check import judge_stream
-from antiloop.deferred import BUDGET
+from antiloop.core.deferred import BUDGET
 from bench.workload import steps
 
 STEPS = 100_000
@@ -272,7 +272,7 @@ Mean `record()`: {rec_mean:.1f} µs. Targets (issue 17): `check` <= 1.5x the nai
 State kept after the run: {per_session:,.0f} bytes per session ({records:,} window records,
 {per_record:,.0f} bytes per record, everything included: session and stream objects, windows of
 digests and readings, dictionaries). A session idle after one step, its windows emptied,
-holds {idle:,.0f} bytes. Result texts are kept only for deferred readings (`antiloop.deferred`:
+holds {idle:,.0f} bytes. Result texts are kept only for deferred readings (`antiloop.core.deferred`:
 the last steps of each stream, up to the longest cycle period, under one global budget of
 {BUDGET.limit / 2**20:.0f} MiB; after the run {held}).
 

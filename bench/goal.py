@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from antiloop.calibration import GoalItem, KindReport, calibrate, load_labelled, score, sweep
-from antiloop.detectors import GOAL_THRESHOLDS
+from antiloop.core.detectors import GOAL_THRESHOLDS
 from antiloop.embed import get_embedder
 from antiloop.embed import minilm as minilm_module
 
@@ -117,7 +117,7 @@ def run(quick: bool = False) -> str:
         )
         if at_shipped is not None:
             notes.append(
-                f"`{ident}` at the threshold shipped in antiloop.detectors "
+                f"`{ident}` at the threshold shipped in antiloop.core.detectors "
                 f"({at_shipped[0]:.2f}): precision {at_shipped[1]:.3f}, recall "
                 f"{at_shipped[2]:.3f}."
             )

@@ -21,9 +21,9 @@ from typing import Any
 
 from antiloop import Guard, GuardConfig, Step
 from antiloop.audit import AuditEvent
+from antiloop.core.verdict import Verdict
 from antiloop.stores import auditlog
 from antiloop.stores.sqlite import SQLiteStore
-from antiloop.verdict import Verdict
 
 
 @contextmanager

@@ -31,21 +31,25 @@ EQUIVALENT = HERE / "mutation_equivalent.tsv"
 FIGURES = HERE / "results" / "mutation.json"
 
 MODULES: dict[str, list[str]] = {
-    "fingerprint": ["antiloop.fingerprint.*"],
-    "verdict": ["antiloop.verdict.*"],
-    "history": ["antiloop.history.*"],
-    "events": ["antiloop.events.*"],
-    "decide": ["antiloop.decide.*"],
-    "deferred": ["antiloop.deferred.*"],
-    "detectors": ["antiloop.detectors.*"],
-    "readings": ["antiloop.readings.*", "antiloop.readings_rules.*", "antiloop.readings_engine.*"],
-    "_shell": ["antiloop._shell.*"],
+    "fingerprint": ["antiloop.core.fingerprint.*"],
+    "verdict": ["antiloop.core.verdict.*"],
+    "history": ["antiloop.core.history.*"],
+    "events": ["antiloop.core.step.*"],
+    "decide": ["antiloop.core.decide.*"],
+    "deferred": ["antiloop.core.deferred.*"],
+    "detectors": ["antiloop.core.detectors.*"],
+    "readings": [
+        "antiloop.core.result.*",
+        "antiloop.core.rules.readings.*",
+        "antiloop.core.text.engine.*",
+    ],
+    "_shell": ["antiloop.core.shell.tokens.*"],
     "canonical": [
-        "antiloop.canonical.*",
-        "antiloop._commands.*",
-        "antiloop._rules.*",
-        "antiloop._forms.*",
-        "antiloop._patterns.*",
+        "antiloop.core.procedure.*",
+        "antiloop.core.shell.engine.*",
+        "antiloop.core.rules.programs.*",
+        "antiloop.core.forms.*",
+        "antiloop.core.patterns.*",
     ],
 }
 STATUS = {0: "survived", 1: "killed", 3: "killed", 33: "no tests", 5: "no tests", 37: "killed"}
@@ -173,7 +177,7 @@ def report(stored: dict[str, dict[str, Any]] | None = None) -> str:
         " at mutmut's CPU limit (30 times the time of the tests that reach it), and hypothesis"
         " tries 20 fixed examples. A module's row is its last run (bench/results/mutation.json);"
         " `python -m bench.mutation --module canonical` runs one module, and mutmut itself runs"
-        " chunks: `mutmut run 'antiloop.canonical.x__unwrap__mutmut_*'`, then `--report`.",
+        " chunks: `mutmut run 'antiloop.core.procedure.x__unwrap__mutmut_*'`, then `--report`.",
         "",
         "| module | mutants | killed | timeout | survived | equivalent | no tests | not run"
         " | score |",

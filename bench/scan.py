@@ -108,7 +108,7 @@ def command(files_root: Path, jobs: int) -> float:
 
 
 def _distinct_messages(run: Run) -> set[str]:
-    from antiloop import semantic
+    from antiloop.core import semantic
 
     return {
         semantic.mask_digits(s.message)
@@ -188,7 +188,7 @@ def profile(files: list[Path]) -> list[tuple[str, float, float]]:
 def _is_stagnation(path: str, line: int) -> bool:
     import inspect
 
-    from antiloop import detectors
+    from antiloop.core import detectors
 
     _source, start = inspect.getsourcelines(detectors.Stagnation.__call__)
     return path == inspect.getsourcefile(detectors.Stagnation) and line == start

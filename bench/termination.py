@@ -24,8 +24,8 @@ from antiloop.calibration import (
     format_report,
     load_labelled,
 )
+from antiloop.core.step import Step
 from antiloop.embed import CachedEmbedder, get_embedder
-from antiloop.events import Step
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED = ROOT / "tests" / "data" / "labelled"

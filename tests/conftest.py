@@ -63,9 +63,9 @@ def _cold_caches() -> None:
     """Each test starts with the core's caches empty: what a test sees never depends on the
     tests before it (random order, xdist), and a mutant's code runs instead of a remembered
     answer of the original (the mutation run forks from a process that ran every test)."""
-    from antiloop import canonical, readings
+    from antiloop.core import procedure, result
 
-    for module in (canonical, readings):
+    for module in (procedure, result):
         for value in vars(module).values():
             if callable(getattr(value, "cache_clear", None)):
                 value.cache_clear()

@@ -12,7 +12,7 @@ import pytest
 from antiloop import Action, AsyncGuard, Guard, GuardConfig, Listener, Step, Verdict
 from antiloop.approval import Answer, ApprovalPolicy, Approvals, ApprovalStatus
 from antiloop.budgets import Budgets, Limit, spent
-from antiloop.errors import ApprovalDenied
+from antiloop.core.errors import ApprovalDenied
 from antiloop.stores.memory import MemoryStore
 
 RM = {"command": "rm -rf build"}

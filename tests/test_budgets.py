@@ -9,9 +9,9 @@ import pytest
 
 from antiloop import ConfigError, Guard, Step
 from antiloop.budgets import Budgets, Limit, raise_limits, spent, take_pending
-from antiloop.errors import BudgetExceeded
+from antiloop.core.errors import BudgetExceeded
+from antiloop.core.verdict import Action
 from antiloop.stores.sqlite import SQLiteStore
-from antiloop.verdict import Action
 
 
 def _step(

@@ -8,7 +8,7 @@ import pytest
 
 from antiloop import Guard, GuardConfig
 from antiloop.cache import READ_ONLY, cache_key, cached
-from antiloop.errors import ConfigError, LoopDetected
+from antiloop.core.errors import ConfigError, LoopDetected
 from antiloop.stores.sqlite import SQLiteStore
 
 CONFIG = GuardConfig(detectors=("repeat", "cycle"), embedder="ngram")

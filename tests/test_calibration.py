@@ -23,10 +23,10 @@ from antiloop.calibration import (
     sweep,
 )
 from antiloop.cli import main
-from antiloop.detectors import GOAL_THRESHOLDS, STAGNATION_THRESHOLDS
+from antiloop.core.detectors import GOAL_THRESHOLDS, STAGNATION_THRESHOLDS
+from antiloop.core.errors import ConfigError
 from antiloop.embed import get_embedder
 from antiloop.embed import minilm as minilm_module
-from antiloop.errors import ConfigError
 
 LABELLED = Path(__file__).parent / "data" / "labelled"
 HOLDOUT = LABELLED / "goal-holdout.jsonl"

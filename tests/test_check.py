@@ -10,7 +10,7 @@ import tracemalloc
 
 from antiloop import Guard
 from antiloop.commands.check import judge_stream
-from antiloop.events import parse_line
+from antiloop.core.step import parse_line
 
 GREP = {"tool": "grep", "args": {"pattern": "x"}, "output": "a\n"}
 

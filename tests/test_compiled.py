@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from antiloop.canonical import procedure_of
+from antiloop.core.procedure import procedure_of
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPILED = os.environ.get("ANTILOOP_COMPILED") == "1"
@@ -35,7 +35,7 @@ def _suffix(name: str) -> str:
 
 
 def test_the_hook_compiles_the_hot_modules() -> None:
-    assert "antiloop.canonical" in _compiled_modules()
+    assert "antiloop.core.procedure" in _compiled_modules()
     assert all(m.startswith("antiloop.") for m in _compiled_modules())
 
 
@@ -46,7 +46,7 @@ def test_the_run_loads_the_build_it_tests() -> None:
 
 
 def test_a_process_the_run_starts_loads_the_same_build() -> None:
-    code = "import antiloop.canonical as c; print(c.__file__)"
+    code = "import antiloop.core.procedure as c; print(c.__file__)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     ).stdout

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from antiloop.core.fingerprint import parse
 from antiloop.demo import run_demo
-from antiloop.fingerprint import parse
 from antiloop.stores import open_store
 
 

@@ -18,7 +18,7 @@ from antiloop import (
     LoopDetected,
     Step,
 )
-from antiloop.errors import ApprovalDenied, BadStep
+from antiloop.core.errors import ApprovalDenied, BadStep
 from antiloop.testing import CallbackApprover, RecordingListener, ScriptedEmbedder
 
 GREP = {"tool": "grep", "args": {"pattern": "doubleJump", "path": "src"}, "output": "a.ts:1:x\n"}

@@ -20,31 +20,6 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = "antiloop"
 
-#: The pure core: it reads steps and decides, and never reaches an edge.
-CORE = (
-    "antiloop.events",
-    "antiloop._shell",
-    "antiloop.canonical",
-    "antiloop._forms",
-    "antiloop._rules",
-    "antiloop._commands",
-    "antiloop._patterns",
-    "antiloop.readings",
-    "antiloop.readings_rules",
-    "antiloop.readings_engine",
-    "antiloop.deferred",
-    "antiloop.decide",
-    "antiloop.fingerprint",
-    "antiloop.verdict",
-    "antiloop.detectors",
-    "antiloop.history",
-    "antiloop.semantic",
-    "antiloop.stagnation",
-    "antiloop.edits",
-    "antiloop.redact",
-    "antiloop.errors",
-    "antiloop.config",
-)
 #: The edges: storage, people, the service, the frameworks, the agent hooks, the embedders.
 EDGES = ("stores", "approval", "server", "integrations", "hooks", "embed")
 
@@ -58,6 +33,14 @@ def modules(root: Path = SRC / PACKAGE) -> dict[str, Path]:
             parts.pop()
         found[".".join(parts)] = path
     return found
+
+
+#: The pure core: it reads steps and decides, and never reaches an edge. Every module of the
+#: ``antiloop.core`` folder, and the config reader beside it.
+CORE = (
+    *(m for m in modules() if m == "antiloop.core" or m.startswith("antiloop.core.")),
+    "antiloop.config",
+)
 
 
 def _base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
@@ -233,6 +216,13 @@ def _loaded_by(module: str) -> list[str]:
 def _edges_in(loaded: list[str], edges: tuple[str, ...] = EDGES) -> list[str]:
     wanted = tuple(f"{PACKAGE}.{e}" for e in edges)
     return [m for m in loaded if m in wanted or m.startswith(tuple(w + "." for w in wanted))]
+
+
+def test_the_core_is_its_folder() -> None:
+    """The core's boundary is read from the tree: every room of ``antiloop.core`` is in it."""
+    rooms = {m.rsplit(".", 1)[0] for m in CORE if m.count(".") == 3}
+    assert rooms == {f"antiloop.core.{r}" for r in ("rules", "shell", "text", "extra")}
+    assert {"antiloop.core.step", "antiloop.core.decide", "antiloop.core.verdict"} <= set(CORE)
 
 
 @pytest.mark.parametrize("module", CORE)

@@ -15,8 +15,8 @@ import pytest
 
 from antiloop import Guard, Step
 from antiloop.config import GuardConfig
-from antiloop.events import step_from_dict
-from antiloop.verdict import Action
+from antiloop.core.step import step_from_dict
+from antiloop.core.verdict import Action
 
 CAT = {"tool": "Bash", "args": {"command": "cat out.txt"}, "output": "ready\n", "exit_code": 0}
 
@@ -136,7 +136,7 @@ def test_the_same_timeout_twice_is_a_repeat(first: str, second: str) -> None:
 def test_a_timeout_setting_is_no_timeout(text: str) -> None:
     """Words about timeouts that are not a timeout give no error line (only the last one does:
     a line that starts ``Timeout:`` reads as one, as ``Error:`` does)."""
-    from antiloop.readings import read_result
+    from antiloop.core.result import read_result
 
     line = read_result("bash", True, text, None, 0, {}).error_line
     if text.startswith("Timeout:"):

@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from antiloop import Guard
-from antiloop.canonical import procedure_of
-from antiloop.readings import scrub
-from antiloop.verdict import Action
+from antiloop.core.procedure import procedure_of
+from antiloop.core.result import scrub
+from antiloop.core.verdict import Action
 
 
 def bash(command: str, output: str = "", **more: Any) -> dict[str, Any]:

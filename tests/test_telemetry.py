@@ -30,7 +30,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (  # noqa: 
 )
 
 from antiloop import Guard, Step  # noqa: E402
-from antiloop.errors import ConfigError  # noqa: E402
+from antiloop.core.errors import ConfigError  # noqa: E402
 from antiloop.telemetry import TelemetryListener, listener_for, telemetry_settings  # noqa: E402
 
 ANTILOOP = Path(sys.executable).with_name("antiloop")

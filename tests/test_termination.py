@@ -116,7 +116,7 @@ def test_a_reworded_loop_stagnates_with_the_calibrated_threshold(minilm):
         "The build keeps failing with that same linker error.",
     ]
     guard = Guard(config=GuardConfig(min_steps=1), embedder=minilm)
-    from antiloop.detectors import Stagnation
+    from antiloop.core.detectors import Stagnation
 
     guard.detector = Stagnation(minilm, None, 3, 1)
     verdicts = [guard.record(e) for e in steps(stuck)]

@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # not typing's: importing typing costs every hook process
 if TYPE_CHECKING:
     from antiloop.async_guard import AsyncGuard
     from antiloop.config import GuardConfig, load_config
-    from antiloop.detectors import (
+    from antiloop.core.detectors import (
         AllOf,
         AnyOf,
         Cycle,
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
         Stagnation,
         WithAction,
     )
-    from antiloop.detectors_extra import CosmeticRerun, HiddenRepeat
-    from antiloop.errors import (
+    from antiloop.core.errors import (
         AntiloopError,
         ApprovalDenied,
         BadStep,
@@ -40,49 +39,50 @@ if TYPE_CHECKING:
         MissingExtra,
         StoreError,
     )
-    from antiloop.events import FileState, Step, parse_line, step_from_dict
+    from antiloop.core.extra.detectors import CosmeticRerun, HiddenRepeat
+    from antiloop.core.history import History
+    from antiloop.core.step import FileState, Step, parse_line, step_from_dict
+    from antiloop.core.verdict import Action, Verdict
     from antiloop.guard import Guard, default_detector
-    from antiloop.history import History
     from antiloop.listener import Listener
-    from antiloop.verdict import Action, Verdict
 
 _WHERE = {
-    "Action": "antiloop.verdict",
-    "AllOf": "antiloop.detectors",
-    "AntiloopError": "antiloop.errors",
-    "AnyOf": "antiloop.detectors",
-    "ApprovalDenied": "antiloop.errors",
+    "Action": "antiloop.core.verdict",
+    "AllOf": "antiloop.core.detectors",
+    "AntiloopError": "antiloop.core.errors",
+    "AnyOf": "antiloop.core.detectors",
+    "ApprovalDenied": "antiloop.core.errors",
     "AsyncGuard": "antiloop.async_guard",
-    "BadStep": "antiloop.errors",
-    "BudgetExceeded": "antiloop.errors",
-    "ChannelError": "antiloop.errors",
-    "ConfigError": "antiloop.errors",
-    "CosmeticRerun": "antiloop.detectors_extra",
-    "Cycle": "antiloop.detectors",
-    "Detector": "antiloop.detectors",
-    "FailStreak": "antiloop.detectors",
-    "FileState": "antiloop.events",
-    "Goal": "antiloop.detectors",
-    "GoalReached": "antiloop.errors",
+    "BadStep": "antiloop.core.errors",
+    "BudgetExceeded": "antiloop.core.errors",
+    "ChannelError": "antiloop.core.errors",
+    "ConfigError": "antiloop.core.errors",
+    "CosmeticRerun": "antiloop.core.extra.detectors",
+    "Cycle": "antiloop.core.detectors",
+    "Detector": "antiloop.core.detectors",
+    "FailStreak": "antiloop.core.detectors",
+    "FileState": "antiloop.core.step",
+    "Goal": "antiloop.core.detectors",
+    "GoalReached": "antiloop.core.errors",
     "Guard": "antiloop.guard",
     "GuardConfig": "antiloop.config",
-    "Halt": "antiloop.errors",
-    "HiddenRepeat": "antiloop.detectors_extra",
-    "History": "antiloop.history",
+    "Halt": "antiloop.core.errors",
+    "HiddenRepeat": "antiloop.core.extra.detectors",
+    "History": "antiloop.core.history",
     "Listener": "antiloop.listener",
-    "LoopDetected": "antiloop.errors",
-    "MaxSteps": "antiloop.detectors",
-    "MissingExtra": "antiloop.errors",
-    "Repeat": "antiloop.detectors",
-    "Stagnation": "antiloop.detectors",
-    "Step": "antiloop.events",
-    "StoreError": "antiloop.errors",
-    "Verdict": "antiloop.verdict",
-    "WithAction": "antiloop.detectors",
+    "LoopDetected": "antiloop.core.errors",
+    "MaxSteps": "antiloop.core.detectors",
+    "MissingExtra": "antiloop.core.errors",
+    "Repeat": "antiloop.core.detectors",
+    "Stagnation": "antiloop.core.detectors",
+    "Step": "antiloop.core.step",
+    "StoreError": "antiloop.core.errors",
+    "Verdict": "antiloop.core.verdict",
+    "WithAction": "antiloop.core.detectors",
     "default_detector": "antiloop.guard",
     "load_config": "antiloop.config",
-    "parse_line": "antiloop.events",
-    "step_from_dict": "antiloop.events",
+    "parse_line": "antiloop.core.step",
+    "step_from_dict": "antiloop.core.step",
 }
 del TYPE_CHECKING  # not a name of the package
 __getattr__, __dir__ = _lazy_exports(__name__, globals(), _WHERE)

@@ -1,7 +1,7 @@
 """``lazy_exports`` for package ``__init__`` modules (PEP 562), importing nothing at all.
 
 ``import antiloop`` happens in every hook process, so this module stays free of ``typing``
-and ``re``; ``antiloop._lazy`` re-exports it beside ``LazyPattern``.
+and ``re``.
 """
 
 from __future__ import annotations

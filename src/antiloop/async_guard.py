@@ -18,10 +18,10 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from antiloop.errors import ApprovalDenied
-from antiloop.events import Step
+from antiloop.core.errors import ApprovalDenied
+from antiloop.core.step import Step
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
-from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
     from antiloop.approval import Approvals, Gate

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from antiloop.verdict import Verdict
+from antiloop.core.verdict import Verdict
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,12 +27,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from antiloop.errors import ConfigError
-from antiloop.verdict import Action, Verdict
+from antiloop.core.errors import ConfigError
+from antiloop.core.verdict import Action, Verdict
 
 if TYPE_CHECKING:
-    from antiloop.events import Step
-    from antiloop.history import SessionState
+    from antiloop.core.history import SessionState
+    from antiloop.core.step import Step
     from antiloop.stores import Store
 
 __all__ = ["Budgets", "Limit", "Spent", "raise_limits", "spent", "take_pending"]
@@ -209,7 +209,7 @@ class Budgets:
 
 
 def _agent_step(agent: str) -> Step:
-    from antiloop.events import Step
+    from antiloop.core.step import Step
 
     return Step(tool="budget", agent=agent)
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from antiloop.audit import AuditEvent
-from antiloop.canonical import procedure_of
-from antiloop.errors import ConfigError, StoreError
+from antiloop.core.errors import ConfigError, StoreError
+from antiloop.core.procedure import procedure_of
 from antiloop.stores import AuditLog, ResultCache
 
 if TYPE_CHECKING:

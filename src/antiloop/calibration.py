@@ -11,8 +11,8 @@ A labelled set is JSON lines, one item each, of two kinds::
 A stagnation item's last message is judged against the ones before it. ``split`` (``train``
 or ``test``) is optional: the cut is chosen on the train part and reported on the test part.
 
-Both decisions are the detectors' own (:func:`antiloop.semantic.goal_reached` and
-:func:`antiloop.semantic.stalled`), so a threshold found here means the same in the guard.
+Both decisions are the detectors' own (:func:`antiloop.core.semantic.goal_reached` and
+:func:`antiloop.core.semantic.stalled`), so a threshold found here means the same in the guard.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from antiloop import semantic
+from antiloop.core import semantic
+from antiloop.core.errors import ConfigError
 from antiloop.embed import Embedder
-from antiloop.errors import ConfigError
 
 #: The cut keeps at least this precision when it can (a false stop costs more than a miss).
 MIN_PRECISION = 0.9

@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(lambda: answer(*hook, data=asked.data, start_daemon=asked.start))
     named = next((a for a in args if not a.startswith("-")), None)
     if named is not None and named not in COMMANDS:
-        from antiloop.suggest import unknown
+        from antiloop.core.suggest import unknown
 
         print(f"antiloop: {unknown('command', named, COMMANDS)}", file=sys.stderr)
         return 2
@@ -125,7 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(work: Callable[[], int]) -> int:
     """Run a command: an AntiloopError is one line on stderr and exit 2."""
-    from antiloop.errors import AntiloopError
+    from antiloop.core.errors import AntiloopError
 
     try:
         return work()

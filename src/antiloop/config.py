@@ -12,15 +12,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import ConfigError
-from antiloop.suggest import unknown
+from antiloop.core.errors import ConfigError
+from antiloop.core.suggest import unknown
 
 TASK_BUDGETS = {"simple": 25, "research": 100, "coding": 250}
 DEFAULT_BUDGET = 100
 DETECTOR_NAMES = ("repeat", "cycle", "fail-streak", "max-steps", "goal", "stagnation")
 """The detectors on by default."""
 OPT_IN_DETECTORS = ("hidden-repeat", "cosmetic-rerun")
-"""Detectors that run only when ``detectors`` names them (``antiloop.detectors_extra``)."""
+"""Detectors that run only when ``detectors`` names them (``antiloop.core.extra.detectors``)."""
 KNOWN_DETECTORS = DETECTOR_NAMES + OPT_IN_DETECTORS
 ACTIONS = ("continue", "nudge", "ask", "block", "stop")
 #: Tables antiloop.toml may hold beside the guard's keys; each is read by the part it configures.
@@ -260,26 +260,26 @@ def read_settings(path: str | Path) -> Settings:
 def use_canonical_rows(table: Mapping[str, Any], source: str) -> None:
     """Read shell commands with the rows of a ``[canonical]`` table too, process-wide.
 
-    The table's ``programs``, ``wrappers`` and ``runners`` (``antiloop._rules``) extend the
-    built-in rows; every command and hook reads its config through ``read_settings``.
+    The table's ``programs``, ``wrappers`` and ``runners`` (``antiloop.core.rules.programs``)
+    extend the built-in rows; every command and hook reads its config through ``read_settings``.
 
     Raises:
         ConfigError: a bad row, named in one line.
     """
-    from antiloop import canonical
-    from antiloop._rules import rules_from_mapping
+    from antiloop.core import procedure
+    from antiloop.core.rules.programs import rules_from_mapping
 
-    canonical.use_rules(rules_from_mapping(table, source))
+    procedure.use_rules(rules_from_mapping(table, source))
 
 
 def _install_readings(table: Mapping[str, Any], source: str) -> None:
     """``[readings]``: test runners, error-line rules and scrubbers added to the built-in rows.
 
     The rows are checked (a bad one is a ``ConfigError`` naming it) and put in use for the
-    process that read the file (``antiloop.readings_engine.install``).
+    process that read the file (``antiloop.core.text.engine.install``).
     """
-    from antiloop.readings_engine import install
-    from antiloop.readings_rules import rules_from_table
+    from antiloop.core.rules.readings import rules_from_table
+    from antiloop.core.text.engine import install
 
     install(rules_from_table(table, source))
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from antiloop.config import OPT_IN_DETECTORS, GuardConfig
-from antiloop.detectors import (
+from antiloop.core.detectors import (
     AnyOf,
     Cycle,
     Detector,
@@ -22,8 +22,8 @@ from antiloop.detectors import (
     Repeat,
     Stagnation,
 )
+from antiloop.core.verdict import Action
 from antiloop.listener import Listener
-from antiloop.verdict import Action
 
 if TYPE_CHECKING:
     from antiloop.embed import Embedder
@@ -91,7 +91,7 @@ def default_detector(config: GuardConfig, embedder: Embedder, *, hook: bool = Fa
             )
         )
     if on.intersection(OPT_IN_DETECTORS):
-        from antiloop.detectors_extra import opt_in_detectors
+        from antiloop.core.extra.detectors import opt_in_detectors
 
         parts.extend(opt_in_detectors(config))
     return AnyOf(parts)

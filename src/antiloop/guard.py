@@ -5,7 +5,7 @@
 
 ``check()`` runs before a tool call, ``record()`` after it; ``enforce()`` turns a verdict into
 an exception, ``session()`` binds a session id, and ``wrap`` guards a plain Python function.
-The decisions are made by the pure core (``antiloop.decide``); the guard moves the data
+The decisions are made by the pure core (``antiloop.core.decide``); the guard moves the data
 between it and the store, the embedder, the approvals, the listeners and the audit log.
 """
 
@@ -19,17 +19,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
 
-from antiloop import decide
 from antiloop.audit import AuditEvent
 from antiloop.config import GuardConfig
+from antiloop.core import decide
+from antiloop.core.detectors import Detector, DetectorFn
+from antiloop.core.errors import ApprovalDenied, StoreError
+from antiloop.core.history import SessionState
+from antiloop.core.step import Step, step_from_dict
+from antiloop.core.verdict import Action, Verdict
 from antiloop.defaults import LazyEmbedder, default_detector, telemetry_listener
-from antiloop.detectors import Detector, DetectorFn
-from antiloop.errors import ApprovalDenied, StoreError
-from antiloop.events import Step, step_from_dict
-from antiloop.history import SessionState
 from antiloop.listener import Listener as Listener
 from antiloop.stores import Store
-from antiloop.verdict import Action, Verdict
 from antiloop.wrap import halt_for, wrapped
 
 if TYPE_CHECKING:
@@ -520,7 +520,7 @@ class Guard:
             >>> search("x")  # doctest: +ELLIPSIS
             Traceback (most recent call last):
             ...
-            antiloop.errors.LoopDetected: search '{"pattern":"x"}' ran twice in a row with the ...
+            antiloop.core.errors.LoopDetected: search '{"pattern":"x"}' ran twice in a row ...
         """
 
         def decorate(func: Callable[..., Any]) -> Any:

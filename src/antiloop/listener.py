@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from antiloop.events import Step
-    from antiloop.verdict import Verdict
+    from antiloop.core.step import Step
+    from antiloop.core.verdict import Verdict
 
 
 class Listener:

@@ -37,12 +37,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from antiloop.errors import ConfigError, MissingExtra
+from antiloop.core.errors import ConfigError, MissingExtra
 from antiloop.listener import Listener
 
 if TYPE_CHECKING:
-    from antiloop.events import Step
-    from antiloop.verdict import Verdict
+    from antiloop.core.step import Step
+    from antiloop.core.verdict import Verdict
 
 __all__ = [
     "CAPTURE_ENV",
@@ -92,7 +92,7 @@ def telemetry_settings(
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in _KEYS:
-            from antiloop.suggest import unknown
+            from antiloop.core.suggest import unknown
 
             raise ConfigError(f"{source} [telemetry]: {unknown('key', key, _KEYS)}")
         if key in ("enabled", "capture_content") and not isinstance(value, bool):
@@ -254,7 +254,7 @@ def _host_parent(env: Mapping[str, str]) -> Mapping[str, str] | None:
 
 
 def _content(value: Any) -> str:
-    from antiloop.redact import redact_value
+    from antiloop.core.redact import redact_value
 
     clean = redact_value(value)
     text = clean if isinstance(clean, str) else json.dumps(clean, ensure_ascii=False, default=str)

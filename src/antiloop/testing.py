@@ -6,10 +6,10 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from antiloop.events import Step
+from antiloop.core.step import Step
+from antiloop.core.verdict import Verdict
 from antiloop.guard import Guard
 from antiloop.listener import Listener
-from antiloop.verdict import Verdict
 
 
 def make_steps(*specs: Mapping[str, Any] | Step, **common: Any) -> list[Step]:
@@ -19,7 +19,7 @@ def make_steps(*specs: Mapping[str, Any] | Step, **common: Any) -> list[Step]:
         >>> [s.tool for s in make_steps({"tool": "grep"}, {"tool": "read"}, agent="explorer")]
         ['grep', 'read']
     """
-    from antiloop.events import step_from_dict
+    from antiloop.core.step import step_from_dict
 
     out = []
     for spec in specs:

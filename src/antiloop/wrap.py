@@ -11,11 +11,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from antiloop.errors import ApprovalDenied, BudgetExceeded, GoalReached, Halt, LoopDetected
-from antiloop.verdict import Action, Verdict
+from antiloop.core.errors import ApprovalDenied, BudgetExceeded, GoalReached, Halt, LoopDetected
+from antiloop.core.verdict import Action, Verdict
 
 if TYPE_CHECKING:
-    from antiloop.events import Step
+    from antiloop.core.step import Step
 
 
 class Guard(Protocol):

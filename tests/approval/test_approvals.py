@@ -12,7 +12,7 @@ from antiloop.approval import (
     ApprovalStatus,
     CallbackChannel,
 )
-from antiloop.errors import ChannelError
+from antiloop.core.errors import ChannelError
 
 RM = {"command": "rm -rf build"}
 

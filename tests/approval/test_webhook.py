@@ -8,7 +8,7 @@ import pytest
 
 from antiloop.approval import ApprovalRequest, Verifier, WebhookChannel, payload, sign
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER, answer_body
-from antiloop.errors import ChannelError
+from antiloop.core.errors import ChannelError
 
 SECRET = "s3cret"  # noqa: S105 - a test secret
 

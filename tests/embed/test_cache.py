@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
+from antiloop.core.errors import ConfigError
 from antiloop.embed import CachedEmbedder
-from antiloop.errors import ConfigError
 
 
 class Counting:
@@ -115,7 +115,7 @@ class Calibrated(Counting):
 
 def test_the_cache_keeps_the_wrapped_embedders_own_thresholds() -> None:
     """A goal or stagnation check over the cache uses the thresholds the embedder states."""
-    from antiloop.detectors import calibrated_goal_threshold, calibrated_stagnation_threshold
+    from antiloop.core.detectors import calibrated_goal_threshold, calibrated_stagnation_threshold
 
     cached = CachedEmbedder(Calibrated())
     assert calibrated_goal_threshold(cached) == 0.31

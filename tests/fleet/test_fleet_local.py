@@ -10,11 +10,11 @@ import pytest
 
 from antiloop import Guard, GuardConfig
 from antiloop.config import FleetConfig, read_settings
-from antiloop.errors import ConfigError
-from antiloop.events import Step
+from antiloop.core.errors import ConfigError
+from antiloop.core.step import Step
+from antiloop.core.verdict import Action
 from antiloop.fleet import Fleet, Kill, open_fleet
 from antiloop.fleet.status import render
-from antiloop.verdict import Action
 
 
 def _guard(**fleet: Any) -> Guard:

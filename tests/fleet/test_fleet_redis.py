@@ -18,7 +18,7 @@ from tests.stores.test_faults_redis import RedisServer
 
 from antiloop import Guard, GuardConfig
 from antiloop.config import FleetConfig
-from antiloop.events import Step
+from antiloop.core.step import Step
 from antiloop.fleet import open_fleet
 from antiloop.fleet.redis import RedisFleet
 from antiloop.stores import open_store

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.hooks.conftest import ANTILOOP
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 from antiloop.hooks import installer
 
 COMMAND = "/opt/antiloop/bin/antiloop hook claude-code"

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
+from antiloop.core.verdict import Action
 from antiloop.hooks.transcripts import (
     check_steps,
     project_key,
     read_session,
     session_files,
 )
-from antiloop.verdict import Action
 
 SESSION = "3f2a9c1e-0000-4000-8000-000000000001"
 CWD = "/home/dev/my_game"

@@ -11,8 +11,8 @@ from tests.conftest import need_module
 
 from antiloop import Guard
 from antiloop.budgets import Budgets, Limit, spent
+from antiloop.core.verdict import Action
 from antiloop.guard import Listener
-from antiloop.verdict import Action
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from tests.integrations.test_langchain import ScriptedChatModel, script
 
 from antiloop import Guard, GuardConfig
 from antiloop.approval import Answer, ApprovalPolicy, Approvals, ApprovalStatus, CallbackChannel
-from antiloop.history import SessionState
+from antiloop.core.history import SessionState
 from antiloop.integrations.langchain import AntiloopMiddleware
 from antiloop.stores.memory import MemoryStore
 

@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import SHARED, need_path
 
 from antiloop import Guard, GuardConfig
-from antiloop.detectors_extra import CosmeticRerun, HiddenRepeat, _observe
-from antiloop.history import History
+from antiloop.core.extra.detectors import CosmeticRerun, HiddenRepeat, _observe
+from antiloop.core.history import History
 from antiloop.scan.engine import SCAN_DETECTORS, RunScan, Scanner
 from antiloop.traces import Run, iter_paths, read_runs
 

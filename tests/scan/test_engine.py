@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from antiloop.config import GuardConfig
-from antiloop.events import Step
+from antiloop.core.step import Step
 from antiloop.scan import SCAN_DETECTORS, Scanner, scan_config
 from antiloop.traces import Run, StepCost
 

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from antiloop.core.errors import ConfigError
+from antiloop.core.step import Step
 from antiloop.embed.ngram import NgramEmbedder
-from antiloop.errors import ConfigError
-from antiloop.events import Step
 from antiloop.scan import Scanner
 from antiloop.scan.vectors import ScanVectors
 from antiloop.traces import Run

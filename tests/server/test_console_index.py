@@ -53,7 +53,7 @@ def test_a_loop_stops_a_goal_is_done_and_a_reset_reopens() -> None:
 
 def test_a_person_s_stop_is_an_end_with_its_reason() -> None:
     """``Guard.end`` logs the end: the index shows who stopped the session."""
-    from antiloop.verdict import Verdict
+    from antiloop.core.verdict import Verdict
 
     guard = _guard()
     guard.record({**GREP, "session": "s"})

@@ -23,7 +23,7 @@ import pytest
 
 from antiloop import GuardConfig
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from antiloop.history import SessionState
+from antiloop.core.history import SessionState
 from antiloop.server import Service, create_app
 from antiloop.server.app import RECENT_SESSIONS
 from antiloop.server.limits import Limits, http_protocol

@@ -16,13 +16,13 @@ import pytest
 from antiloop import Guard, Step
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
 from antiloop.audit import AuditEvent
-from antiloop.history import MessageRecord, SessionState, StepRecord, StreamState
-from antiloop.readings import Readings, SameResult
-from antiloop.redact import REDACTED
+from antiloop.core.history import MessageRecord, SessionState, StepRecord, StreamState
+from antiloop.core.redact import REDACTED
+from antiloop.core.result import Readings, SameResult
+from antiloop.core.verdict import Action, Verdict
 from antiloop.stores import ApprovalStore as ApprovalCapability
 from antiloop.stores import AuditLog, Interventions, ResultCache, Store
 from antiloop.stores.state import StateStore, judge
-from antiloop.verdict import Action, Verdict
 
 
 class FakeClock:
@@ -64,7 +64,7 @@ def _full_state() -> SessionState:
         blanks=0,
         stopped={"d" * 16: "AGENT::a::test::pytest::1 failing#abcd1234"},
         fail_errors=("0badc0de", "0badc0de"),
-        chains={  # what the opt-in detectors follow (antiloop.detectors_extra)
+        chains={  # what the opt-in detectors follow (antiloop.core.extra.detectors)
             "~observed": (3, "step", (("a.py", "f" * 64),), (("r.py", "0badc0de", "c0ffee00"),)),
             "hidden-repeat": (3, "d" * 16, "a.py", ("e" * 16, None), 2, 1, True, (1, 2, 3)),
         },

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from antiloop.verdict import Action, Verdict
+from antiloop.core.verdict import Action, Verdict
 
 
 def store_failed(verdict: Verdict) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 from tests.stores.faults import Tally
 
 from antiloop import Guard, GuardConfig
-from antiloop.events import step_from_dict
+from antiloop.core.step import step_from_dict
 
 TOKEN = "fleet-token-7"  # noqa: S105 - the test replicas' token
 LOOP_AT = 6

@@ -18,8 +18,8 @@ from tests.stores.test_faults_redis import RedisServer
 from tests.stores.test_fleet_equivalence import FIELDS, _script
 
 from antiloop import Guard, GuardConfig
-from antiloop.events import step_from_dict
-from antiloop.redact import redact_value
+from antiloop.core.redact import redact_value
+from antiloop.core.step import step_from_dict
 from antiloop.server.service import Service
 from antiloop.stores import open_store
 from antiloop.stores.split import SplitStore

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from antiloop import Guard, GuardConfig, Step
+from antiloop.core.verdict import Action
 from antiloop.stores import open_store
 from antiloop.stores.redis import RedisStore
-from antiloop.verdict import Action
 
 pytestmark = pytest.mark.redis
 
@@ -57,7 +57,7 @@ def test_a_sessions_keys_share_one_slot_and_a_loop_is_stopped_across_two_stores(
 
 def test_a_cluster_url_without_a_cluster_is_a_store_error() -> None:
     """redis+cluster:// to a port nobody listens on fails as a StoreError, not a hang."""
-    from antiloop.errors import StoreError
+    from antiloop.core.errors import StoreError
 
     with pytest.raises(StoreError, match="could not reach the Redis Cluster"):
         open_store("redis+cluster://127.0.0.1:1?timeout=0.5")
@@ -72,7 +72,7 @@ def test_a_save_lost_after_the_records_is_retried_without_a_second_record(
     Before the audit slot's ledger of step ids the retry appended its records again
     (indexes ``[0, 1, 2, 2]``).
     """
-    from antiloop.errors import StoreError
+    from antiloop.core.errors import StoreError
 
     url = f"{redis_cluster.url}?prefix=cl-{uuid.uuid4().hex[:8]}"
     store = open_store(url)

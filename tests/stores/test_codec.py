@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from antiloop import Guard, Step
-from antiloop.errors import StoreError
-from antiloop.history import MessageRecord, SessionState, StepRecord, StreamState
-from antiloop.readings import Readings, SameResult
+from antiloop.core.errors import StoreError
+from antiloop.core.history import MessageRecord, SessionState, StepRecord, StreamState
+from antiloop.core.result import Readings, SameResult
+from antiloop.core.verdict import Action, Verdict
 from antiloop.stores.codec import VERSION, StateCache, decode_state, encode_state
-from antiloop.verdict import Action, Verdict
 
 text = st.text(max_size=30)
 opt_text = st.none() | text

@@ -25,7 +25,7 @@ import pytest
 from tests.stores.faults import store_failed, tally
 
 from antiloop import Guard, GuardConfig, Step
-from antiloop.verdict import Action, Verdict
+from antiloop.core.verdict import Action, Verdict
 
 pytestmark = pytest.mark.redis
 

@@ -17,11 +17,11 @@ from tests.stores.test_faults_postgres import Cluster
 from tests.stores.test_faults_redis import RedisServer
 
 from antiloop import Guard, GuardConfig, Step
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
+from antiloop.core.verdict import Action, Verdict
 from antiloop.stores.postgres import PostgresStore
 from antiloop.stores.redis import RedisStore
 from antiloop.stores.split import SplitStore
-from antiloop.verdict import Action, Verdict
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 

@@ -21,8 +21,8 @@ from tests.stores.conftest import POSTGRES, need_server, postgres_base
 from tests.stores.test_faults_redis import RedisServer
 
 from antiloop import Guard, GuardConfig
-from antiloop.events import step_from_dict
-from antiloop.redact import redact_value
+from antiloop.core.redact import redact_value
+from antiloop.core.step import step_from_dict
 
 pytestmark = pytest.mark.redis
 

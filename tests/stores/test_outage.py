@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from antiloop import Guard, GuardConfig, Step
-from antiloop.verdict import Action
+from antiloop.core.verdict import Action
 
 from .conftest import Backend
 

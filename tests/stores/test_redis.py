@@ -11,7 +11,7 @@ import pytest
 
 from antiloop import Guard, GuardConfig, Step
 from antiloop.audit import AuditEvent
-from antiloop.history import SessionState
+from antiloop.core.history import SessionState
 
 from .conftest import Backend
 

@@ -18,14 +18,14 @@ from tests.conftest import need_module
 from tests.stores.conftest import Backend
 
 from antiloop import Guard, GuardConfig, Step
-from antiloop.errors import ConfigError
-from antiloop.history import SessionState
+from antiloop.core.errors import ConfigError
+from antiloop.core.history import SessionState
+from antiloop.core.verdict import Action
 from antiloop.stores import open_store
 from antiloop.stores.memory import MemoryStore
 from antiloop.stores.postgres import PostgresStore
 from antiloop.stores.redis import RedisStore
 from antiloop.stores.split import SplitStore
-from antiloop.verdict import Action
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres]
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from antiloop import Guard, GuardConfig, Step
-from antiloop.errors import ConfigError, StoreError
+from antiloop.core.errors import ConfigError, StoreError
+from antiloop.core.verdict import Action
 from antiloop.stores import DEFAULT_STORE, default_store_url, open_store
 from antiloop.stores.sqlite import APPLICATION_ID, SCHEMA_VERSION, SQLiteStore
-from antiloop.verdict import Action
 
 CONFIG = GuardConfig(detectors=("repeat", "cycle"), embedder="ngram", max_steps=100_000)
 

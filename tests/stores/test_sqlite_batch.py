@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from antiloop import Guard, GuardConfig, Step
+from antiloop.core.verdict import Action
 from antiloop.stores.sqlite import SQLiteStore
-from antiloop.verdict import Action
 
 CONFIG = GuardConfig(embedder="ngram")
 

@@ -11,7 +11,7 @@ from tests.stores.faults import store_failed
 from tests.stores.test_faults_redis import RedisServer
 
 from antiloop import Guard, GuardConfig, Step
-from antiloop.verdict import Action
+from antiloop.core.verdict import Action
 
 pytestmark = pytest.mark.redis
 

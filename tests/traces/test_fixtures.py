@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from antiloop.errors import AntiloopError
+from antiloop.core.errors import AntiloopError
 from antiloop.traces import (
     FORMATS,
     Run,

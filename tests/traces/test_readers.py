@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from tests.conftest import SHARED, need_path
 
-from antiloop.events import Step
+from antiloop.core.step import Step
 from antiloop.traces import Run, detect_format, iter_paths, read_runs
 
 CORPUS = SHARED / "corpus"

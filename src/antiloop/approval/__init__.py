@@ -8,7 +8,7 @@ with, and what to do to the session) that ``Guard.check`` and ``Guard.record`` a
 
 import typing
 
-from antiloop._lazy import lazy_exports as _lazy_exports
+from antiloop._exports import lazy_exports as _lazy_exports
 
 if typing.TYPE_CHECKING:
     from antiloop.approval.approvals import Approvals, verdict_of

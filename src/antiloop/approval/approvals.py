@@ -32,12 +32,12 @@ from antiloop.approval.ruling import Call, Gate, Ruling
 from antiloop.approval.spending import settling
 from antiloop.approval.waiting import Flow, Wakeup
 from antiloop.audit import AuditEvent
-from antiloop.errors import ApprovalDenied, ChannelError, Halt
-from antiloop.redact import redact_text, redact_value
-from antiloop.verdict import Action, Verdict
+from antiloop.core.errors import ApprovalDenied, ChannelError, Halt
+from antiloop.core.redact import redact_text, redact_value
+from antiloop.core.verdict import Action, Verdict
 
 if TYPE_CHECKING:
-    from antiloop.events import Step
+    from antiloop.core.step import Step
 
 log = logging.getLogger("antiloop")
 
@@ -197,7 +197,7 @@ class Approvals:
         ``rule`` names the policy rule that asked; the record keeps it, with who answered,
         through which channel and when (``antiloop log --approvals``).
 
-        The request holds the call redacted (``antiloop.redact``): the store, every channel
+        The request holds the call redacted (``antiloop.core.redact``): the store, every channel
         (terminal, webhook, web) and every listener (live events) see no secret. The caller
         keeps the raw arguments to run the call with.
         """

@@ -37,8 +37,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from antiloop.canonical import procedure_of
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
+from antiloop.core.procedure import procedure_of
 
 DECISIONS = ("allow", "ask", "deny")
 TIERS = ("read", "write", "delete", "exec", "network")

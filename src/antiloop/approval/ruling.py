@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from antiloop.verdict import Action, Verdict
+from antiloop.core.verdict import Action, Verdict
 
 if TYPE_CHECKING:
     from antiloop.approval.request import ApprovalRequest

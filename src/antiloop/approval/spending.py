@@ -13,10 +13,10 @@ from antiloop.approval.request import ApprovalRequest
 from antiloop.approval.ruling import Ruling
 from antiloop.approval.waiting import Flow
 from antiloop.budgets import DETECTOR
-from antiloop.verdict import Action, Verdict
+from antiloop.core.verdict import Action, Verdict
 
 if TYPE_CHECKING:
-    from antiloop.events import Step
+    from antiloop.core.step import Step
 
 
 def settling(

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 
 from antiloop.approval.channels import Answer, AnswerFn
 from antiloop.approval.request import ApprovalRequest
-from antiloop.errors import ChannelError
+from antiloop.core.errors import ChannelError
+from antiloop.core.redact import redact_text, redact_value
 from antiloop.printable import printable
-from antiloop.redact import redact_text, redact_value
 
 _APPROVE_N = re.compile(r"^y(?:es)?\s+-\s*(\d+)$", re.IGNORECASE)
 _PROMPT = (

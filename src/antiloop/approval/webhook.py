@@ -34,8 +34,8 @@ from typing import Any
 
 from antiloop.approval.channels import AnswerFn
 from antiloop.approval.request import ApprovalRequest
-from antiloop.errors import ChannelError
-from antiloop.redact import redact_value
+from antiloop.core.errors import ChannelError
+from antiloop.core.redact import redact_value
 
 TIMESTAMP_HEADER = "X-Antiloop-Timestamp"
 SIGNATURE_HEADER = "X-Antiloop-Signature"

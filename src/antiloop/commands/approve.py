@@ -37,7 +37,7 @@ def run(ns: argparse.Namespace) -> int:
         return 0
     by = ns.by or getpass.getuser()
     if not ns.server:
-        from antiloop.suggest import resolve
+        from antiloop.core.suggest import resolve
 
         ns.id = resolve(ns.id, [r.id for r in open_ledger(ns).list_approvals()], "request")
     if ns.server:

@@ -13,12 +13,12 @@ from typing import IO, Any
 
 from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig, read_settings
-from antiloop.errors import BadStep
-from antiloop.events import Step, parse_line
+from antiloop.core.errors import BadStep
+from antiloop.core.history import SessionState
+from antiloop.core.step import Step, parse_line
+from antiloop.core.verdict import Action, Verdict, invalid_wire
 from antiloop.guard import Guard
-from antiloop.history import SessionState
 from antiloop.stores.memory import MemoryStore
-from antiloop.verdict import Action, Verdict, invalid_wire
 
 EXIT_OK = 0
 EXIT_USAGE = 2

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 from antiloop.server.client import add_target, call
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 
 AGENTS = {"claude-code": ".claude", "codex": ".codex", "gemini": ".gemini"}
 HOSTS = {"claude-code": "Claude Code", "codex": "Codex", "gemini": "Gemini CLI"}

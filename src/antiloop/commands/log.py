@@ -33,9 +33,9 @@ from datetime import UTC, datetime
 from typing import IO, TYPE_CHECKING
 
 from antiloop._color import Painter
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
+from antiloop.core.redact import redact_value
 from antiloop.printable import printable, printable_json
-from antiloop.redact import redact_value
 from antiloop.stores import AuditLog, default_store_url, open_store
 from antiloop.stores.auditlog import AuditRecord
 
@@ -91,7 +91,7 @@ def run(ns: argparse.Namespace) -> int:
             return prune(store, out, ns.older_than, ns.config)
         session = session or ns.target
         if session is not None and not ns.follow:
-            from antiloop.suggest import resolve
+            from antiloop.core.suggest import resolve
 
             known = [s.session for s in store.session_summaries()]
             if session not in known and any(k.startswith(session) for k in known):

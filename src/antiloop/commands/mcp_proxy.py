@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from antiloop.config import GuardConfig, read_settings
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 from antiloop.guard import Guard
 
 EXIT_USAGE = 2

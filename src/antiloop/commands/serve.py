@@ -8,7 +8,7 @@ import secrets
 import sys
 from typing import TYPE_CHECKING
 
-from antiloop.errors import ConfigError, MissingExtra
+from antiloop.core.errors import ConfigError, MissingExtra
 
 if TYPE_CHECKING:
     from antiloop.config import FleetConfig

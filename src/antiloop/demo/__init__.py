@@ -20,9 +20,9 @@ from typing import Any
 
 from antiloop._color import Painter, wants_colour
 from antiloop.config import GuardConfig
+from antiloop.core.verdict import Action, Verdict
 from antiloop.demo.tools import run_tool
 from antiloop.guard import Guard
-from antiloop.verdict import Action, Verdict
 
 PROJECT = Path(__file__).with_name("project")
 

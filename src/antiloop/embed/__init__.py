@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 
 __all__ = [
     "BUILTIN",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from antiloop.errors import ConfigError, MissingExtra
+from antiloop.core.errors import ConfigError, MissingExtra
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

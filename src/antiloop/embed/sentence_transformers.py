@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from antiloop.errors import ConfigError, MissingExtra
+from antiloop.core.errors import ConfigError, MissingExtra
 
 _models: dict[tuple[str, str], Any] = {}
 _models_lock = threading.Lock()

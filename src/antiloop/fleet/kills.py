@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from antiloop.core.verdict import Verdict
 from antiloop.fleet.procedure import of_fingerprint
-from antiloop.verdict import Verdict
 
 SCOPES = ("all", "agent", "fingerprint", "session")
 """What a kill can name: every session of the fleet, an agent name, a fingerprint, a session."""

@@ -17,11 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 from antiloop.config import FleetConfig
-from antiloop.events import Step
+from antiloop.core.step import Step
+from antiloop.core.verdict import Action, Verdict
 from antiloop.fleet.kills import Kill, KillSet, key_of
 from antiloop.fleet.procedure import of_fingerprint, of_step
 from antiloop.fleet.status import Counts, summarize
-from antiloop.verdict import Action, Verdict
 
 log = logging.getLogger("antiloop")
 

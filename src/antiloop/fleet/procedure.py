@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from antiloop import fingerprint
-from antiloop.canonical import procedure_of
-from antiloop.history import kept_context
-from antiloop.redact import redact_text
+from antiloop.core import fingerprint
+from antiloop.core.history import kept_context
+from antiloop.core.procedure import procedure_of
+from antiloop.core.redact import redact_text
 
 
 def of_fingerprint(fp: str) -> tuple[str, str, str]:

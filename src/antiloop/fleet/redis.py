@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from antiloop.config import FleetConfig
-from antiloop.errors import MissingExtra, StoreError
+from antiloop.core.errors import MissingExtra, StoreError
 from antiloop.fleet._store import redis_client, state_store
 from antiloop.fleet.kills import Kill, KillSet
 from antiloop.fleet.local import LOG_KEPT, LOG_MAX, Fleet, learned

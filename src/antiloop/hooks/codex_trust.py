@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 from antiloop.hooks import installer
 
 __all__ = [

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from antiloop.approval.policy import ApprovalPolicy
@@ -186,7 +186,7 @@ def _hook_table(hooks: object, source: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in hooks.items():
         if key not in _HOOK_KEYS:
-            from antiloop.suggest import unknown
+            from antiloop.core.suggest import unknown
 
             raise ConfigError(f"{source} [hooks]: {unknown('key', key, _HOOK_KEYS)}")
         if key == "approval" and value not in ("policy", "off"):

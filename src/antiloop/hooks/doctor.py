@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 from antiloop.hooks import installer
 
 __all__ = ["Check", "diagnose", "dry_run_payloads", "installations", "permissions_check"]

@@ -41,13 +41,13 @@ from antiloop.hooks.events import HookEvent
 
 if TYPE_CHECKING:
     from antiloop.config import GuardConfig
-    from antiloop.detectors import AnyOf
+    from antiloop.core.detectors import AnyOf
+    from antiloop.core.step import FileState
+    from antiloop.core.verdict import Verdict
     from antiloop.embed import Embedder
-    from antiloop.events import FileState
     from antiloop.guard import Guard
     from antiloop.hooks.config import HookConfig
     from antiloop.stores import Store
-    from antiloop.verdict import Verdict
 
 __all__ = ["TURN_END", "HookHandler", "Outcome", "hook_detector"]
 
@@ -92,7 +92,7 @@ def hook_detector(config: GuardConfig, embedder: Embedder) -> AnyOf:
 
 def file_state(path: str, cwd: str | None = None) -> FileState:
     """A file's sha256 and mtime read from disk now (None for what cannot be read)."""
-    from antiloop.events import FileState
+    from antiloop.core.step import FileState
 
     full = Path(path)
     if cwd and not full.is_absolute():
@@ -202,7 +202,7 @@ class HookHandler:
         verdict = guard.check(
             tool, event.args, session=event.session, agent=event.agent, cwd=event.cwd
         )
-        from antiloop.verdict import Action
+        from antiloop.core.verdict import Action
 
         if verdict.action >= Action.BLOCK:
             self._audit("check", event, verdict)
@@ -237,7 +237,7 @@ class HookHandler:
     def _post(self, event: HookEvent) -> Outcome:
         if event.interrupted:
             return PASS  # the person stopped the call: its result says nothing about a loop
-        from antiloop.events import Step, step_id
+        from antiloop.core.step import Step, step_id
 
         states = {p: file_state(p, event.cwd) for p in event.files}
         tokens_in, tokens_out, cost = self._usage(event)
@@ -290,7 +290,7 @@ class HookHandler:
         )
 
     def _after(self, verdict: Verdict, event: HookEvent) -> Outcome:
-        from antiloop.verdict import Action
+        from antiloop.core.verdict import Action
 
         _raise_if_unguarded(verdict)
         action = verdict.action
@@ -325,8 +325,8 @@ class HookHandler:
     def _stop(self, event: HookEvent) -> Outcome:
         if event.message is None:
             return PASS
-        from antiloop.events import Step
-        from antiloop.verdict import Action
+        from antiloop.core.step import Step
+        from antiloop.core.verdict import Action
 
         step = Step(
             tool=TURN_END,
@@ -393,7 +393,7 @@ def _open(store: Store) -> None:
     schema; one that looks in the middle of another's creation can see tables without the
     ``application_id`` and take the file for another program's. A second look sees it whole.
     """
-    from antiloop.errors import StoreError
+    from antiloop.core.errors import StoreError
 
     for attempt in range(_OPEN_TRIES):
         try:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 
 __all__ = [
     "AGENTS",

@@ -228,7 +228,7 @@ def _deadline(
 
 
 def _describe(exc: BaseException) -> str:
-    from antiloop.errors import AntiloopError
+    from antiloop.core.errors import AntiloopError
     from antiloop.hooks.handler import StoreFailed
 
     text = str(exc).strip()

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from antiloop.events import Step
+    from antiloop.core.step import Step
+    from antiloop.core.verdict import Verdict
     from antiloop.hooks.config import HookConfig
-    from antiloop.verdict import Verdict
 
 __all__ = [
     "check_steps",
@@ -151,10 +151,10 @@ def check_steps(
     A step the guard would have refused before it ran (a repeat of a stopped procedure) gets
     the refusal's verdict; it is still recorded, as it did run.
     """
+    from antiloop.core.verdict import Action
     from antiloop.hooks.config import HookConfig
     from antiloop.hooks.handler import HookHandler
     from antiloop.stores.memory import MemoryStore
-    from antiloop.verdict import Action
 
     handler = HookHandler(config or HookConfig(), MemoryStore())
     guard = handler.guard

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from antiloop.audit import AuditEvent
-from antiloop.errors import MissingExtra
+from antiloop.core.errors import MissingExtra
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
-from antiloop.verdict import Action, Verdict
 
 log = logging.getLogger("antiloop")
 

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -47,7 +48,6 @@ from antiloop.integrations._common import (
     record_decision,
     verdict_info,
 )
-from antiloop.verdict import Action, Verdict
 
 with framework("autogen", "autogen-agentchat", "antiloop.integrations.autogen"):
     from autogen_agentchat.base import TerminatedException, TerminationCondition

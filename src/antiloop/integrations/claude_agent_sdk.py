@@ -45,9 +45,9 @@ with framework("claude-agent-sdk", "claude-agent-sdk", "antiloop.integrations.cl
     from claude_agent_sdk import HookMatcher, ResultMessage, SystemMessage
 
 if TYPE_CHECKING:
+    from antiloop.core.verdict import Verdict
     from antiloop.guard import Guard
     from antiloop.stores import Store
-    from antiloop.verdict import Verdict
 
 __all__ = ["EVENTS", "ResultBudget", "antiloop_hooks", "antiloop_messages"]
 
@@ -179,7 +179,7 @@ class ResultBudget:
         guard = self._guard()
         if guard is None or guard.budgets is None:
             return None
-        from antiloop.verdict import Action
+        from antiloop.core.verdict import Action
 
         cost = _new_cost(session, result.total_cost_usd)
         usage = result.usage or {}

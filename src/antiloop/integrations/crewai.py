@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -42,7 +43,6 @@ from antiloop.integrations._common import (
     record_decision,
     session_of,
 )
-from antiloop.verdict import Action, Verdict
 
 with framework("crewai", "crewai", "antiloop.integrations.crewai"):
     from crewai.hooks import HookAborted, InterceptionPoint, register_hook, unregister_hook

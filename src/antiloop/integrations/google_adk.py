@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -39,7 +40,6 @@ from antiloop.integrations._common import (
     record_decision,
     session_of,
 )
-from antiloop.verdict import Action, Verdict
 
 with framework("google-adk", "google-adk", "antiloop.integrations.google_adk"):
     from google.adk.agents.callback_context import CallbackContext

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from antiloop.async_guard import AsyncGuard
-from antiloop.errors import MissingExtra
-from antiloop.events import Step
+from antiloop.core.errors import MissingExtra
+from antiloop.core.step import Step
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -40,7 +41,6 @@ from antiloop.integrations._common import (
     session_of,
     verdict_info,
 )
-from antiloop.verdict import Action, Verdict
 
 try:
     from langchain.agents.middleware import (

@@ -31,6 +31,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -43,7 +44,6 @@ from antiloop.integrations._common import (
     parse_args,
     verdict_info,
 )
-from antiloop.verdict import Action, Verdict
 
 with framework("litellm", "litellm", "antiloop.integrations.litellm"):
     from litellm.integrations.custom_guardrail import CustomGuardrail

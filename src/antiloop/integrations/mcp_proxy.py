@@ -50,6 +50,7 @@ from typing import IO, Any
 from antiloop.approval.policy import ApprovalPolicy as Policy
 from antiloop.approval.policy import ToolHints
 from antiloop.config import GuardConfig
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -61,7 +62,6 @@ from antiloop.integrations._common import (
     record_decision,
     verdict_info,
 )
-from antiloop.verdict import Action, Verdict
 
 log = logging.getLogger("antiloop.mcp")
 

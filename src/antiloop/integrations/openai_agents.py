@@ -30,7 +30,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from antiloop.errors import LoopDetected
+from antiloop.core.errors import LoopDetected
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -48,7 +49,6 @@ from antiloop.integrations._common import (
     session_of,
     verdict_info,
 )
-from antiloop.verdict import Action, Verdict
 
 with framework("openai-agents", "openai-agents", "antiloop.integrations.openai_agents"):
     from agents import (

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
     ApprovalPolicy,
@@ -40,7 +41,6 @@ from antiloop.integrations._common import (
     record_decision,
     session_of,
 )
-from antiloop.verdict import Action, Verdict
 
 with framework("pydantic-ai", "pydantic-ai", "antiloop.integrations.pydantic_ai"):
     from pydantic_ai import Agent, RunContext

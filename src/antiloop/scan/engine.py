@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from antiloop.config import KNOWN_DETECTORS, GuardConfig
-from antiloop.detectors import FailStreak
+from antiloop.core.detectors import FailStreak
+from antiloop.core.history import History
+from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard, default_detector
-from antiloop.history import History
 from antiloop.scan.pool import scan_files
 from antiloop.scan.spend import NO_USAGE, Usage, Waste, usage_of
 from antiloop.scan.vectors import ScanVectors
 from antiloop.traces import Run, StepCost, UnknownFormat, iter_paths, read_runs
-from antiloop.verdict import Action, Verdict
 
 if TYPE_CHECKING:
     from antiloop.embed import Embedder

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from antiloop.embed import Embedder

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from antiloop.errors import MissingExtra
+from antiloop.core.errors import MissingExtra
 
 if TYPE_CHECKING:
     from antiloop.server.app import EventHub, Service, create_app

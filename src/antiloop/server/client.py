@@ -9,7 +9,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 
 
 def add_target(parser: argparse.ArgumentParser) -> None:

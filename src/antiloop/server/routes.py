@@ -19,9 +19,9 @@ from pydantic import BeforeValidator, SkipValidation
 
 from antiloop.approval import Answer, ApprovalStatus, verdict_of
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
+from antiloop.core.redact import redact_text, redact_value
 from antiloop.hooks.events import DIALECTS
-from antiloop.redact import redact_text, redact_value
 from antiloop.server import models
 from antiloop.server.console import people
 from antiloop.server.limits import BadRequest, StoreTimeout

@@ -31,8 +31,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse, Response
 
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
-from antiloop.errors import ChannelError, StoreError
-from antiloop.events import MAX_DEPTH, nesting_depth
+from antiloop.core.errors import ChannelError, StoreError
+from antiloop.core.step import MAX_DEPTH, nesting_depth
 from antiloop.server.limits import (
     BadRequest,
     SlowBody,

@@ -35,14 +35,14 @@ from antiloop.approval import (
 from antiloop.approval.approvals import feedback_verdict
 from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
-from antiloop.errors import BadStep, StoreError
-from antiloop.events import Step, step_from_dict
+from antiloop.core.errors import BadStep, StoreError
+from antiloop.core.redact import redact_text, redact_value
+from antiloop.core.step import Step, step_from_dict
+from antiloop.core.verdict import Verdict, invalid_wire
 from antiloop.guard import Guard
-from antiloop.redact import redact_text, redact_value
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
 from antiloop.stores.split import batch_of
-from antiloop.verdict import Verdict, invalid_wire
 
 log = logging.getLogger("antiloop")
 

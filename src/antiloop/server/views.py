@@ -7,7 +7,7 @@ its audit records (``audited``: whether the store keeps an audit log at all), it
 and the feedback people gave it. ``GET /v1/decisions`` lists
 decided approvals, newest first, with who decided, when, and how long the request waited.
 
-Every body passes through the redactor (``antiloop.redact``): they carry the agent's text.
+Every body passes through the redactor (``antiloop.core.redact``): they carry the agent's text.
 Store calls run off the event loop with the service's deadline (``service.call``).
 """
 
@@ -20,7 +20,7 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BeforeValidator
 from starlette.responses import JSONResponse, Response
 
-from antiloop.redact import redact_value
+from antiloop.core.redact import redact_value
 from antiloop.server.routing import api_router, whole_number
 
 if TYPE_CHECKING:

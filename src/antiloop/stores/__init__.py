@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from antiloop.errors import ConfigError
+from antiloop.core.errors import ConfigError
 from antiloop.stores.protocol import Store as Store
 
 if TYPE_CHECKING:

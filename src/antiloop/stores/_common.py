@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
 from antiloop.approval.request import ApprovalRequest, ApprovalStatus
-from antiloop.errors import ConfigError
-from antiloop.redact import redact_value
+from antiloop.core.errors import ConfigError
+from antiloop.core.redact import redact_value
 
 if TYPE_CHECKING:
     from antiloop.audit import AuditEvent

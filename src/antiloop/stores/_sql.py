@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
-from antiloop.history import SessionState
+from antiloop.core.history import SessionState
 from antiloop.stores._common import (
     Records,
     approval_from_json,

@@ -23,7 +23,7 @@ import threading
 import weakref
 from typing import Any
 
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
 from antiloop.stores.codec import StateCache
 
 __all__ = ["Link", "attach", "detach"]

@@ -1,6 +1,6 @@
 """The tamper-evident audit log every store keeps: records, their hash chain, and its check.
 
-An ``AuditEvent`` becomes an ``AuditRecord``: secrets redacted (``antiloop.redact``), the
+An ``AuditEvent`` becomes an ``AuditRecord``: secrets redacted (``antiloop.core.redact``), the
 args, output and error text cut to a cap (4 KiB of UTF-8 each by default) with the SHA-256
 digest and size of the whole (redacted) text, the verdict's action, detector, reason and
 fingerprint, and who approved. Its *body* is the record as canonical JSON without its hash;
@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from antiloop.audit import AuditEvent
-from antiloop.redact import redact_text, redact_value
-from antiloop.verdict import Action
+from antiloop.core.redact import redact_text, redact_value
+from antiloop.core.verdict import Action
 
 __all__ = [
     "DEFAULT_CAP",

@@ -1,6 +1,6 @@
 """The session-state codec: ``SessionState`` to compact, versioned bytes and back.
 
-Every text in it passes the redactor (``antiloop.redact``) on the way in: the goal, the
+Every text in it passes the redactor (``antiloop.core.redact``) on the way in: the goal, the
 messages, each step's context, result head, error line and result label, and the verdicts'
 fingerprints, reasons and hints. Procedures are digests where they would hold a secret
 (``history.key_digest``); nothing else holds an argument. Detection compares digests, counts and
@@ -30,7 +30,7 @@ its bytes are made once and memoised by identity, so writing a state copies a fe
 strings instead of walking a few hundred objects. Decoded readings are memoised too.
 
 Example:
-    >>> from antiloop.history import SessionState
+    >>> from antiloop.core.history import SessionState
     >>> decode_state(encode_state(SessionState(steps=3, goal="fix it"))).steps
     3
 """
@@ -43,12 +43,12 @@ from array import array
 from operator import is_
 from typing import Any
 
-from antiloop.errors import StoreError
-from antiloop.history import MessageRecord, SessionState, StepRecord, StreamState
-from antiloop.readings import Readings, SameResult
-from antiloop.redact import redact_text
-from antiloop.semantic import mask_digits
-from antiloop.verdict import Action, Verdict
+from antiloop.core.errors import StoreError
+from antiloop.core.history import MessageRecord, SessionState, StepRecord, StreamState
+from antiloop.core.redact import redact_text
+from antiloop.core.result import Readings, SameResult
+from antiloop.core.semantic import mask_digits
+from antiloop.core.verdict import Action, Verdict
 
 __all__ = ["VERSION", "StateCache", "decode_state", "encode_state"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from antiloop.history import SessionState
+from antiloop.core.history import SessionState
 from antiloop.stores._common import Records, approval_from_json, approval_to_json
 
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar, NoReturn, TypeVar
 
-from antiloop.errors import ConfigError, MissingExtra, StoreError
-from antiloop.history import SessionState
+from antiloop.core.errors import ConfigError, MissingExtra, StoreError
+from antiloop.core.history import SessionState
 from antiloop.stores._common import hide_password, split_options
 from antiloop.stores._sql import POSTGRES, SQLRecords, statements, tables
 from antiloop.stores.codec import StateCache, encode_state

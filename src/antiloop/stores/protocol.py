@@ -9,7 +9,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Protocol, runtime_checkable
 
-from antiloop.history import SessionState
+from antiloop.core.history import SessionState
 
 __all__ = ["Store"]
 

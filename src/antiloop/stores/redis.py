@@ -63,8 +63,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from antiloop.errors import MissingExtra, StoreError
-from antiloop.history import SessionState
+from antiloop.core.errors import MissingExtra, StoreError
+from antiloop.core.history import SessionState
 from antiloop.stores._common import (
     Records,
     approval_from_json,

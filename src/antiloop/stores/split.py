@@ -43,8 +43,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from antiloop.errors import ConfigError
-from antiloop.history import SessionState
+from antiloop.core.errors import ConfigError
+from antiloop.core.history import SessionState
 
 if TYPE_CHECKING:
     from antiloop.audit import AuditEvent

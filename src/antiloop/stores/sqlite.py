@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from antiloop._files import PRIVATE_FILE, make_private_dirs
-from antiloop.errors import ConfigError, StoreError
-from antiloop.history import SessionState
+from antiloop.core.errors import ConfigError, StoreError
+from antiloop.core.history import SessionState
 from antiloop.stores import faults
 from antiloop.stores._sql import SQLITE, SQLRecords, statements, tables
 from antiloop.stores._sqlite_link import Link, attach, detach

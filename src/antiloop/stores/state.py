@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
-from antiloop.errors import StoreError
-from antiloop.history import SessionState
+from antiloop.core.errors import StoreError
+from antiloop.core.history import SessionState
 
 if TYPE_CHECKING:
     from antiloop.audit import AuditEvent

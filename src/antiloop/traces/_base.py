@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from antiloop.errors import AntiloopError
-from antiloop.events import Step
+from antiloop.core.errors import AntiloopError
+from antiloop.core.step import Step
 
 GOAL_LIMIT = 2000
 """Step.goal is the task text trimmed to this many characters."""

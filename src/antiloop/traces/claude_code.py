@@ -35,7 +35,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from antiloop.events import Step
+from antiloop.core.step import Step
 from antiloop.traces._base import (
     Run,
     Source,

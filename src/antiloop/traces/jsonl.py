@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from antiloop.errors import BadStep
-from antiloop.events import Step, parse_line, step_from_dict
+from antiloop.core.errors import BadStep
+from antiloop.core.step import Step, parse_line, step_from_dict
 from antiloop.traces._base import Run, Source, StepCost
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from antiloop.events import Step
+from antiloop.core.step import Step
 from antiloop.traces._base import (
     Run,
     Source,

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from antiloop.events import Step
+from antiloop.core.step import Step
 from antiloop.traces._base import (
     Run,
     StepCost,

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
 from antiloop.server.limits import StoreTimeout
 from antiloop.stores import faults
 

@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from antiloop.audit import AuditEvent
-from antiloop.errors import StoreError
+from antiloop.core.errors import StoreError
 
 if TYPE_CHECKING:
     from antiloop.server.service import Service

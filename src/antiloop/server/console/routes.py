@@ -16,7 +16,7 @@ from pydantic import BeforeValidator
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from antiloop.redact import redact_value
+from antiloop.core.redact import redact_value
 from antiloop.server.console import views
 from antiloop.server.console.index import STATES, SessionIndex
 from antiloop.server.console.metrics import Metrics

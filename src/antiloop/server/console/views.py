@@ -195,7 +195,7 @@ def loop_of(end: dict[str, Any] | None, steps: list[dict[str, Any]]) -> dict[str
     """For a session that a loop stopped: the steps that matched and what made them the same."""
     if not end or not end.get("fingerprint") or not end.get("evidence"):
         return None
-    from antiloop.fingerprint import parse
+    from antiloop.core.fingerprint import parse
 
     try:
         parts = parse(end["fingerprint"])
