@@ -401,7 +401,7 @@ def test_badge_says_disconnected_and_recovers(console: Any, tmp_path: Path) -> N
             stop_server(again)
 
 
-def test_a_trusted_proxy_names_the_person(tmp_path: Path) -> None:
+def test_a_trusted_proxy_names_the_person(console: Any, tmp_path: Path) -> None:
     """With --identity-header, the proxy's header is the person; off by default."""
     plain = start_server(tmp_path)
     try:
@@ -441,6 +441,16 @@ def test_a_trusted_proxy_names_the_person(tmp_path: Path) -> None:
             ("bob@example.com", "denied"),
             ("bob@example.com", "stop"),
         ]
+        # the dashboard behind the proxy (the header added to every request): no token asked
+        context = console["browser"].new_context(extra_http_headers=user)
+        try:
+            tab = context.new_page()
+            tab.goto(server.url + "/")
+            tab.wait_for_selector("#status.live", timeout=30_000)
+            assert tab.locator("#who").inner_text() == "signed in as bob@example.com"
+            assert tab.locator("#signin").is_hidden()
+        finally:
+            context.close()
     finally:
         stop_server(server)
 
