@@ -147,7 +147,7 @@ def run(quick: bool = False) -> str:
     for name, floor, timed in timing:
         lines.append(
             f"| {name} | {floor:.1f} µs | {timed:.1f} µs | "
-            f"+{timed - floor:.1f} µs ({timed / floor:.2f}x) |"
+            f"{timed - floor:+.1f} µs ({timed / floor:.2f}x) |"
         )
     lines += [
         "",
