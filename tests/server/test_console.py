@@ -5,7 +5,8 @@ page (search, filters, counts, pages past 200), a session's steps and its loop s
 people named (a named token, a trusted proxy's header), Edit, Stop with a reason and a
 confirmation, the tab title and notifications, the fleet page, ``/metrics``, ``/docs`` offline,
 and a badge that tells the truth when the server goes away and comes back. Screenshots at 360,
-768 and 1280 px go under the test's tmp dir, and to ``$ANTILOOP_ARTIFACTS`` when it is set.
+768 and 1280 px go under the test's tmp dir and to ``$ANTILOOP_ARTIFACTS`` (by default
+``.cache/screenshots``, which git ignores).
 """
 
 # ruff: noqa: S310  (plain HTTP to the loopback service)

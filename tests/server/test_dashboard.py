@@ -3,7 +3,7 @@
 Needs ``/usr/bin/chromium`` (``apt-get install chromium``) and the ``playwright`` package (the
 ``dev`` extra; never ``playwright install``). Skipped without them, except under ``CI=true``,
 where their absence fails. Screenshots at 360, 768 and 1440 px wide are written under the
-test's tmp dir and copied to ``$ANTILOOP_ARTIFACTS`` when that is set.
+test's tmp dir and copied to ``$ANTILOOP_ARTIFACTS``, by default ``.cache/screenshots``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ ARGS = [
 ]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 WIDTHS = (360, 768, 1440)
+SCREENSHOTS = Path(__file__).resolve().parents[2] / ".cache" / "screenshots"  # gitignored
 
 # Elements wider than the viewport, and the page's own horizontal overflow.
 OVERFLOW = """() => {
@@ -142,10 +143,9 @@ def _shoot(tab: Any, name: str, tmp_path: Path) -> Path:
     shot = tmp_path / f"{name}.png"
     tab.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 5_000
-    keep = os.environ.get("ANTILOOP_ARTIFACTS")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(keep) / shot.name)
+    keep = Path(os.environ.get("ANTILOOP_ARTIFACTS") or SCREENSHOTS)
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / shot.name)
     return shot
 
 
