@@ -168,6 +168,9 @@ class StreamState:
     # What the opt-in detectors (antiloop.core.extra.detectors) follow, by name: small tuples of
     # plain values (digests, indices), bounded; None in a stream no such detector judged.
     chains: dict[str, tuple[Any, ...]] | None = None
+    # The escalation ladder (antiloop.decide): the last step's nudge or escalation, as
+    # (procedure digest, rung reached, the verdict), while the next step may ignore it.
+    nudged: tuple[str, int, Any] | None = None
 
 
 @dataclass(slots=True)

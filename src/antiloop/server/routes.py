@@ -24,6 +24,7 @@ from antiloop.core.redact import redact_text, redact_value
 from antiloop.hooks.events import DIALECTS
 from antiloop.server import models
 from antiloop.server.console import people
+from antiloop.server.fast import steps_answer
 from antiloop.server.limits import BadRequest, StoreTimeout
 from antiloop.server.routing import (
     ERRORS,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from antiloop.fleet import Fleet
     from antiloop.server.service import Service
 
-MAX_BATCH = 1000
 PAGE = 100  # sessions per page of GET /v1/sessions, unless ?limit= says otherwise
 MAX_PAGE = 1000
 SessionId = Annotated[str, Path(description="a session id (a '/' in it sent as %2F)")]
@@ -146,17 +146,9 @@ def api_routes(service: Service) -> APIRouter:
         summary="Record one step, or a batch (a list or {steps: [...]}), get verdicts",
     )
     async def steps(body: Annotated[models.StepsBody, Body()]) -> Response:
-        raw: Any = body
-        batch = raw.get("steps") if isinstance(raw, dict) and "steps" in raw else raw
-        many = isinstance(batch, list)
-        items: list[Any] = batch if isinstance(batch, list) else [batch]
-        if len(items) > MAX_BATCH:
-            return JSONResponse({"error": f"at most {MAX_BATCH} steps per request"}, 413)
-        try:
-            verdicts = await service.call(service.judge_all, items)
-        except StoreTimeout as exc:  # the store hung: each step follows on_store_error
-            verdicts = [service.store_failed(raw, i, exc) for i, raw in enumerate(items)]
-        return JSONResponse({"verdicts": verdicts} if many else verdicts[0])
+        # Most requests are answered by StepsFirst (antiloop.server.fast) before they get here.
+        status, answer = await steps_answer(service, body)
+        return JSONResponse(answer, status)
 
     @router.post(
         "/v1/check",

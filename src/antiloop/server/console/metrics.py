@@ -39,6 +39,7 @@ ASGI = Callable[
 ]
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 STREAMS = frozenset({"/v1/events"})  # open for as long as a dashboard is: not a latency
+IN_FRONT = frozenset({"/v1/steps"})  # answered before the routes (antiloop.server.fast)
 
 
 class VerdictTally:
@@ -128,7 +129,9 @@ class Metrics:
                 await app(scope, receive, sending)
             finally:
                 route = scope.get("route")
-                path = getattr(route, "path", None) or "unmatched"
+                path = getattr(route, "path", None)
+                if path is None:
+                    path = scope["path"] if scope["path"] in IN_FRONT else "unmatched"
                 if path not in STREAMS:
                     key = (path, scope["method"], status[0])
                     child = children.get(key)

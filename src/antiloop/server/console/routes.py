@@ -68,17 +68,13 @@ def install(app: FastAPI, service: Service) -> None:
     app.state.console_index = index
     for router in (console_routes(service, index, metrics), open_routes()):
         app.router.routes.extend(router.routes)
-    app.add_middleware(_Timed, metrics=metrics)
+    build = app.build_middleware_stack
 
+    def timed() -> Any:
+        """Every request timed, ``POST /v1/steps`` answered in front of the routes included."""
+        return metrics.middleware(build())
 
-class _Timed:
-    """The ASGI middleware ``Metrics.middleware`` makes (``add_middleware`` wants a class)."""
-
-    def __init__(self, app: Any, metrics: Metrics) -> None:
-        self.timed = metrics.middleware(app)
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.timed(scope, receive, send)
+    app.build_middleware_stack = timed  # type: ignore[method-assign]
 
 
 def console_routes(service: Service, index: SessionIndex, metrics: Metrics) -> APIRouter:
