@@ -93,20 +93,7 @@ class Metrics:
 
     def wrap_calls(self) -> None:
         """Count the store calls of the routes that fail (``service.call``) by kind."""
-        inner = self.service.call
-        errors = self.store_errors
-
-        async def counted(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-            try:
-                return await inner(fn, *args, **kwargs)
-            except StoreTimeout:
-                errors.labels("timeout").inc()
-                raise
-            except StoreError:
-                errors.labels("error").inc()
-                raise
-
-        self.service.call = counted  # type: ignore[assignment]
+        self.service.call = _Counted(self.service.call, self.store_errors)  # type: ignore[assignment]
 
     def middleware(self, app: ASGI) -> ASGI:
         """An ASGI middleware timing every HTTP request by its route template."""
@@ -140,6 +127,27 @@ class Metrics:
                     child.observe(time.perf_counter() - started)
 
         return timed
+
+
+class _Counted:
+    """``service.call`` (``antiloop.server.limits.StoreCalls``), counting the calls that fail."""
+
+    def __init__(self, inner: Any, errors: Counter) -> None:
+        self.inner = inner
+        self.errors = errors
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # its timeout, its limiter: the wrapped one's
+
+    async def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await self.inner(fn, *args, **kwargs)
+        except StoreTimeout:
+            self.errors.labels("timeout").inc()
+            raise
+        except StoreError:
+            self.errors.labels("error").inc()
+            raise
 
 
 class _ReadAtScrape(Collector):
