@@ -30,7 +30,9 @@ SUITES = {
     "service": "bench.service",
     "compiled": "bench.compiled",
     "console": "bench.console",
+    "outage": "bench.outage",
     "second_family": "bench.second_family",
+    "redaction": "bench.redaction",
 }
 
 

@@ -34,6 +34,7 @@ TABLES = (
     "fleet",
     "canonical",
     "readings",
+    "outage",
 )
 
 

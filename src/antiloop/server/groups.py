@@ -22,12 +22,9 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from antiloop.server.limits import StoreTimeout
-
-if TYPE_CHECKING:
-    from antiloop.server.service import Service
+from antiloop.server.limits import Limits, StoreCalls, StoreTimeout, within
 
 __all__ = ["MAX_GROUP", "StepGroups"]
 
@@ -35,6 +32,18 @@ MAX_GROUP = 256
 """Steps one group takes at most (a request larger than that is a group of its own)."""
 
 Waiting = tuple[list[Any], asyncio.Future[list[dict[str, Any]]]]
+
+
+class Service(Protocol):
+    """What a group needs of ``antiloop.server.service.Service`` (which holds the groups)."""
+
+    call: StoreCalls
+    limits: Limits
+    store: Any
+
+    def judge_all(
+        self, batch: list[Any], indexes: list[int] | None = None
+    ) -> list[dict[str, Any]]: ...
 
 
 class StepGroups:
@@ -85,7 +94,9 @@ class StepGroups:
         indexes = [index for steps, _ in group for index in range(len(steps))]
         token = self._running = object()
         self.judged += 1
-        judged = loop.run_in_executor(self._pool, self.service.judge_all, flat, indexes)
+        timeout = self.service.call.timeout  # its store retries end in time (antiloop.outage)
+        judge = self.service.judge_all
+        judged = loop.run_in_executor(self._pool, within, timeout, judge, flat, indexes)
         # A group the store does not judge in time is left to its thread; the next one goes.
         late = loop.call_later(self.service.call.timeout, self._moved_on, loop, token)
 

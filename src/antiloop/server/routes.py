@@ -20,7 +20,7 @@ from pydantic import BeforeValidator, SkipValidation
 from antiloop.approval import Answer, ApprovalStatus, verdict_of
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.core.errors import StoreError
-from antiloop.core.redact import redact_text, redact_value
+from antiloop.core.redact import redact_name, redact_text, redact_value
 from antiloop.hooks.events import DIALECTS
 from antiloop.server import models
 from antiloop.server.console import people
@@ -168,7 +168,7 @@ def api_routes(service: Service) -> APIRouter:
                 paths=tuple(call.paths or ()),
                 cwd=call.cwd,
             )
-        except StoreTimeout as exc:  # the store hung: the call follows on_store_error
+        except (StoreTimeout, StoreError) as exc:  # down or hung: the call follows on_store_error
             failed = service.guard._store_failed(StoreError(str(exc)), session)
             return JSONResponse(
                 {**failed.to_wire(0), "hint": failed.hint, "args": args, "approval": None}
@@ -225,6 +225,7 @@ def api_routes(service: Service) -> APIRouter:
         who: str = request.state.identity
         by = (body.by if body is not None and who == DEFAULT_IDENTITY else None) or who
         reason = redact_text((body.reason if body is not None else None) or "").strip()
+        id = redact_name(id)  # the id a session holding a secret is kept by
         stopped = await service.call(_request_stop, service, id, by, reason)
         return JSONResponse({"session": id, "stop_requested": stopped})
 
@@ -235,6 +236,7 @@ def api_routes(service: Service) -> APIRouter:
     )
     async def feedback(request: Request, id: SessionId, body: models.Feedback) -> Response:
         said = redact_text(body.text)  # stored, then sent to the agent and the dashboards
+        id = redact_name(id)  # the id a session holding a secret is kept by
         await service.call(_push_feedback, service, id, said, request.state.identity)
         return JSONResponse({"session": id, "queued": True})
 
@@ -244,6 +246,7 @@ def api_routes(service: Service) -> APIRouter:
         summary="One session: state, recent verdicts, audit",
     )
     async def session(id: SessionId) -> Response:
+        id = redact_name(id)  # the id a session holding a secret is kept by
         detail = await service.call(service.session_detail, id)
         if detail is None:
             return JSONResponse({"error": f"no session {id!r}"}, 404)

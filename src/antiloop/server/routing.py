@@ -31,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.core.errors import ChannelError, StoreError
-from antiloop.core.step import MAX_DEPTH, _loads, nesting_depth
+from antiloop.core.step import MAX_DEPTH, _loads, nesting_depth, valid_unicode
 from antiloop.server.limits import (
     BadRequest,
     SlowBody,
@@ -210,7 +210,9 @@ def parse_json(body: bytes) -> Any:
     """The JSON document, or ``BadRequest`` naming what is wrong with it."""
     deep = f"the body is nested too deeply (steps: at most {MAX_DEPTH} levels)"
     try:
-        data, opens = _loads(body)  # orjson where it reads the body as the stdlib does
+        data, opens, checked = _loads(body)  # orjson where it reads the body as the stdlib does
+        if not checked:  # orjson refuses lone surrogates; the stdlib reads them
+            data = valid_unicode(data)
     except RecursionError:
         raise BadRequest(deep) from None
     except ValueError as exc:
