@@ -486,6 +486,9 @@ class Guard:
         journal cannot take is refused under either policy (nothing answered goes unrecorded).
         """
         message = f"antiloop: store {self.store.url} failed for session {session!r}: {exc}"
+        from antiloop.stores import faults
+
+        faults.count("error")
         block = self.on_store_error == "block"
         verdict = _store_block(str(exc)) if block else _unguarded(str(exc))
         if step is not None and self._rides and self.outage.journal_dir is not None:
@@ -519,6 +522,7 @@ class Guard:
             error=step.error,
             exit_code=step.exit_code,
             verdict=verdict,
+            detail=_usage(step),
         )
 
     # -- people and sessions -----------------------------------------------------------------
@@ -540,9 +544,17 @@ class Guard:
         """End a session with a verdict (a person stopped it), unless it ended already."""
         state = self.store.peek(session)
         if state is None or state.ended is None:
+            ended = False
             with self.store.transaction(session) as live:
                 if live.ended is None:
                     live.ended = verdict
+                    ended = True
+            if ended and self._audit is not None:  # the end, and who made it, in the log
+                self._audit(
+                    AuditEvent(
+                        "session", session, self.clock(), verdict=verdict, detail={"event": "ended"}
+                    )
+                )
 
     def ended(self, session: str | None = None) -> Verdict | None:
         """The verdict that ended a session, or None while it goes on."""
@@ -630,6 +642,15 @@ class Guard:
             return wrapped(self, func, tool or func.__name__, agent)
 
         return decorate(fn) if fn is not None else decorate
+
+
+def _usage(step: Step) -> dict[str, Any]:
+    """The tokens and cost the step reported, kept in its audit record (the console shows them)."""
+    if step.tokens_in is None and step.tokens_out is None and step.cost_usd is None:
+        return {}
+    # "usage", not "tokens_in": the redactor hides the values of keys that name a token
+    found = {"in": step.tokens_in, "out": step.tokens_out, "usd": step.cost_usd}
+    return {"usage": {k: v for k, v in found.items() if v is not None}}
 
 
 def _unguarded(problem: str) -> Verdict:

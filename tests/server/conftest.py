@@ -34,6 +34,7 @@ class Server:
     url: str
     process: subprocess.Popen[bytes]
     log: Path
+    store: str = ""
 
     def call(
         self,
@@ -62,9 +63,16 @@ class Server:
                 return exc.code, text.decode()
 
 
-def start_server(tmp: Path, *extra: str, env: dict[str, str] | None = None) -> Server:
+def start_server(
+    tmp: Path,
+    *extra: str,
+    env: dict[str, str] | None = None,
+    port: int = 0,
+    store: str | None = None,
+) -> Server:
     """Start ``antiloop serve`` on port 0 (the kernel picks a free one, no race) and wait
-    until it says which port it got and answers /healthz there."""
+    until it says which port it got and answers /healthz there (``port`` and ``store``:
+    a restart of an earlier one)."""
     name = uuid.uuid4().hex[:8]
     log = tmp / f"serve-{name}.log"
     environ = {
@@ -73,8 +81,8 @@ def start_server(tmp: Path, *extra: str, env: dict[str, str] | None = None) -> S
         "ANTILOOP_WEBHOOK_SECRET": SECRET,
         **(env or {}),
     }
-    store = f"sqlite:///{tmp}/antiloop-{name}.db"
-    command = [sys.executable, "-m", "antiloop", "serve", "--port", "0", "--store", store]
+    store = store or f"sqlite:///{tmp}/antiloop-{name}.db"
+    command = [sys.executable, "-m", "antiloop", "serve", "--port", str(port), "--store", store]
     with log.open("wb") as out:
         process = subprocess.Popen(
             [*command, "--log-level", "info", *extra],
@@ -90,7 +98,7 @@ def start_server(tmp: Path, *extra: str, env: dict[str, str] | None = None) -> S
         if server is None:
             found = _RUNNING.search(log.read_bytes())
             if found:
-                server = Server(f"http://127.0.0.1:{int(found[1])}", process, log)
+                server = Server(f"http://127.0.0.1:{int(found[1])}", process, log, store)
         if server is not None:
             try:
                 with urllib.request.urlopen(server.url + "/healthz", timeout=1):

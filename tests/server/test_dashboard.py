@@ -3,7 +3,7 @@
 Needs ``/usr/bin/chromium`` (``apt-get install chromium``) and the ``playwright`` package (the
 ``dev`` extra; never ``playwright install``). Skipped without them, except under ``CI=true``,
 where their absence fails. Screenshots at 360, 768 and 1440 px wide are written under the
-test's tmp dir and copied to ``$ANTILOOP_ARTIFACTS`` when that is set.
+test's tmp dir and copied to ``$ANTILOOP_ARTIFACTS``, by default ``.cache/screenshots``.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ ARGS = [
 ]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 WIDTHS = (360, 768, 1440)
+SCREENSHOTS = Path(__file__).resolve().parents[2] / ".cache" / "screenshots"  # gitignored
 
 # Elements wider than the viewport, and the page's own horizontal overflow.
 OVERFLOW = """() => {
@@ -159,10 +160,9 @@ def _shoot(tab: Any, name: str, tmp_path: Path) -> Path:
     shot = tmp_path / f"{name}.png"
     tab.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 5_000
-    keep = os.environ.get("ANTILOOP_ARTIFACTS")
-    if keep:
-        Path(keep).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(keep) / shot.name)
+    keep = Path(os.environ.get("ANTILOOP_ARTIFACTS") or SCREENSHOTS)
+    keep.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep / shot.name)
     return shot
 
 
@@ -234,7 +234,7 @@ def test_session_page_of_a_stopped_loop(page: Any, world: Any) -> None:
         "nodes => nodes.map(n => n.dataset.action)"
     )
     assert actions == ["stop", "continue", "continue"]  # newest first
-    assert page.locator("#s-status").inner_text() == "stopped"
+    assert page.locator("#s-status").inner_text() == "stopped: loop"  # as the audit log says
     latest = page.locator("#s-latest")
     assert latest.locator("code.fingerprint").inner_text() == world["fingerprint"]
     assert latest.locator(".reason").inner_text() not in ("", "—")
@@ -296,7 +296,8 @@ def test_feedback_then_stop_and_controls_go(page: Any, world: Any) -> None:
     )
     _, hinted = server.call("POST", "/v1/steps", _step(session, "b"))
     assert hinted["hint"] == "A person says: try the tests first"
-    row.locator("button.stop").click()
+    row.locator("button.stop").click()  # Stop asks for a reason and a confirmation
+    page.locator("#stop-confirm").click()
     row.locator(".state", has_text="stopping").wait_for()
     assert row.locator("button.stop").count() == 0
     _, stopped = server.call("POST", "/v1/steps", _step(session, "c"))

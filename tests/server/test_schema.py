@@ -33,11 +33,11 @@ def test_the_schema_has_every_route_of_the_app_and_no_other() -> None:
 
 
 def test_every_api_route_needs_the_token_but_the_signed_answer() -> None:
-    """The schema asks for the bearer token on /v1 and /openapi.json, HMAC headers on answers."""
+    """The schema asks for the bearer token on /v1, /openapi.json and /metrics, HMAC on answers."""
     schema = _app().openapi()
     for path, ops in schema["paths"].items():
         for method, op in ops.items():
-            needs_token = path.startswith("/v1") or path == "/openapi.json"
+            needs_token = path.startswith("/v1") or path in ("/openapi.json", "/metrics")
             if path == "/v1/approvals/{id}/answer":
                 assert "security" not in op
                 headers = {p["name"] for p in op["parameters"] if p["in"] == "header"}

@@ -41,6 +41,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="seconds a request waits for the store before on_store_error applies (default 10)",
     )
+    parser.add_argument(
+        "--identity-header",
+        default=os.environ.get("ANTILOOP_IDENTITY_HEADER") or None,
+        help="a trusted reverse proxy names the signed-in person in this header, e.g."
+        " X-Forwarded-User (default: ANTILOOP_IDENTITY_HEADER, else off)",
+    )
+    parser.add_argument(
+        "--trusted-proxies",
+        default=os.environ.get("ANTILOOP_TRUSTED_PROXIES") or "127.0.0.1,::1",
+        help="comma-separated addresses the identity header is believed from"
+        " (default: ANTILOOP_TRUSTED_PROXIES, else 127.0.0.1,::1)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -155,6 +167,8 @@ def run(ns: argparse.Namespace) -> int:
         channels=channels,  # type: ignore[arg-type]
         webhook_secret=secret,
         limits=Limits(max_body=ns.max_body, store_timeout=ns.store_timeout),
+        identity_header=ns.identity_header,
+        trusted_proxies=tuple(a.strip() for a in ns.trusted_proxies.split(",") if a.strip()),
         outage=outage_config(ns.config),
     )
     from antiloop.fleet import open_fleet

@@ -21,7 +21,14 @@ def __getattr__(name: str) -> Any:
         try:
             from antiloop.server import app
         except ImportError as exc:
-            if exc.name in ("fastapi", "pydantic", "starlette", "uvicorn", "anyio"):
+            if exc.name in (
+                "fastapi",
+                "pydantic",
+                "starlette",
+                "uvicorn",
+                "anyio",
+                "prometheus_client",
+            ):
                 raise MissingExtra("server", exc.name, "antiloop serve") from exc
             raise
         return getattr(app, name)

@@ -92,4 +92,7 @@ def create_app(service: Service) -> FastAPI:
     ):
         # The routes themselves, not the router: one flat list to match, as Starlette's.
         app.router.routes.extend(router.routes)
+    from antiloop.server.console.routes import install
+
+    install(app, service)  # sessions, the fleet page, /metrics, /docs
     return app

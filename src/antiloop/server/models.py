@@ -174,9 +174,12 @@ class SessionDetail(BaseModel):
 
 
 class StopRequest(_Strict):
-    """Who asks the session to stop."""
+    """Who asks the session to stop, and why (kept in the audit log)."""
 
-    by: str | None = None
+    by: str | None = Field(
+        default=None, description="honoured for the service token only: a named token is its holder"
+    )
+    reason: str | None = Field(default=None, max_length=2000, description="why, for the record")
 
 
 class Stopped(BaseModel):

@@ -23,6 +23,7 @@ from antiloop.core.errors import StoreError
 from antiloop.core.redact import redact_name, redact_text, redact_value
 from antiloop.hooks.events import DIALECTS
 from antiloop.server import models
+from antiloop.server.console import people
 from antiloop.server.fast import steps_answer
 from antiloop.server.limits import BadRequest, StoreTimeout
 from antiloop.server.routing import (
@@ -33,6 +34,7 @@ from antiloop.server.routing import (
     router_of,
     whole_number,
 )
+from antiloop.server.service import DEFAULT_IDENTITY
 
 if TYPE_CHECKING:
     from antiloop.fleet import Fleet
@@ -216,10 +218,15 @@ def api_routes(service: Service) -> APIRouter:
         response_model=models.Stopped,
         summary="Stop the session at its next step",
     )
-    async def stop(id: SessionId, body: models.StopRequest | None = None) -> Response:
-        by = (body.by if body is not None else None) or "dashboard"
+    async def stop(
+        request: Request, id: SessionId, body: models.StopRequest | None = None
+    ) -> Response:
+        # A named person is who their token (or proxy) says; the shared token may name one.
+        who: str = request.state.identity
+        by = (body.by if body is not None and who == DEFAULT_IDENTITY else None) or who
+        reason = redact_text((body.reason if body is not None else None) or "").strip()
         id = redact_name(id)  # the id a session holding a secret is kept by
-        stopped = await service.call(_request_stop, service, id, by)
+        stopped = await service.call(_request_stop, service, id, by, reason)
         return JSONResponse({"session": id, "stop_requested": stopped})
 
     @router.post(
@@ -227,10 +234,10 @@ def api_routes(service: Service) -> APIRouter:
         response_model=models.Queued,
         summary="Queue text for the agent's next step (the verdict's hint)",
     )
-    async def feedback(id: SessionId, body: models.Feedback) -> Response:
+    async def feedback(request: Request, id: SessionId, body: models.Feedback) -> Response:
         said = redact_text(body.text)  # stored, then sent to the agent and the dashboards
         id = redact_name(id)  # the id a session holding a secret is kept by
-        await service.call(_push_feedback, service, id, said)
+        await service.call(_push_feedback, service, id, said, request.state.identity)
         return JSONResponse({"session": id, "queued": True})
 
     @router.get(
@@ -369,15 +376,17 @@ def _target(body: models.KillTarget) -> tuple[str, str]:
     return scope, target
 
 
-def _request_stop(service: Service, sid: str, by: str) -> str | None:
+def _request_stop(service: Service, sid: str, by: str, reason: str = "") -> str | None:
     service.ledger.request_stop(sid, by)
-    service.hub.publish("stop", {"session": sid, "by": by})
+    people.record(service, sid, "stop", by, reason=reason)
+    service.hub.publish("stop", {"session": sid, "by": by, "reason": reason})
     return service.ledger.stop_requested(sid)
 
 
-def _push_feedback(service: Service, sid: str, text: str) -> None:
+def _push_feedback(service: Service, sid: str, text: str, by: str = DEFAULT_IDENTITY) -> None:
     service.ledger.push_feedback(sid, text)
-    service.hub.publish("feedback", {"session": sid, "text": text})
+    people.record(service, sid, "feedback", by, text=text)
+    service.hub.publish("feedback", {"session": sid, "text": text, "by": by})
 
 
 def _approval_rows(

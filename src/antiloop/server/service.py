@@ -152,6 +152,10 @@ class Service:
         webhook_secret: the HMAC secret answers on ``/v1/approvals/{id}/answer`` are signed with.
         clock: seconds since the epoch.
         limits: body, header and store limits (``antiloop.server.limits.Limits``).
+        identity_header: the header a trusted reverse proxy names the signed-in person in
+            (``X-Forwarded-User``); off (None) by default. A request from one of
+            ``trusted_proxies`` that carries it needs no token: its holder is that person.
+        trusted_proxies: the addresses the identity header is believed from.
         outage: how a failing store is ridden out and journaled (``antiloop.outage``).
     """
 
@@ -168,6 +172,8 @@ class Service:
         tokens: Mapping[str, str] | None = None,
         limits: Limits | None = None,
         budgets: Budgets | None = None,
+        identity_header: str | None = None,
+        trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1"),
         outage: OutageConfig | None = None,
     ) -> None:
         if not token:
@@ -194,6 +200,8 @@ class Service:
         self._hook_lock = threading.Lock()
         self.recent = RecentVerdicts()
         self.limits = limits or Limits()
+        self.identity_header = identity_header.lower() if identity_header else None
+        self.trusted_proxies = frozenset(trusted_proxies)
         self.call = StoreCalls(self.limits)
         self.groups = StepGroups(self)  # POST /v1/steps: requests judged together
 
@@ -260,7 +268,14 @@ class Service:
         return self.identity(request) is not None
 
     def identity(self, request: Request) -> str | None:
-        """Who the request's token belongs to (``dashboard`` for the service token), or None."""
+        """Who the request's token belongs to (``dashboard`` for the service token), or None.
+
+        With an ``identity_header``, the person a trusted proxy names in it comes first.
+        """
+        if self.identity_header is not None:
+            person = self.proxied(request)
+            if person is not None:
+                return person
         return self.identity_of(request.headers.get("authorization", "").encode())
 
     def identity_of(self, given: bytes) -> str | None:
@@ -270,6 +285,16 @@ class Service:
             if hmac.compare_digest(given, expected) and found is None:
                 found = name
         return found
+
+    def proxied(self, request: Request) -> str | None:
+        """The person named in the identity header by a trusted proxy, or None."""
+        if self.identity_header is None:
+            return None
+        client = request.client
+        if client is None or client.host not in self.trusted_proxies:
+            return None
+        name = request.headers.get(self.identity_header, "").strip()
+        return name if name and len(name) <= 200 and name.isprintable() else None
 
     def _approval_event(self, event: str, request: ApprovalRequest) -> None:
         self.hub.publish("approval", {"event": event, "request": request.to_dict()})

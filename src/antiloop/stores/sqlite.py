@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from antiloop._files import PRIVATE_FILE, make_private_dirs
 from antiloop.core.errors import ConfigError, StoreError
 from antiloop.core.history import SessionState
+from antiloop.stores import faults
 from antiloop.stores._sql import SQLITE, SQLRecords, statements, tables
 from antiloop.stores._sqlite_link import Link, attach, detach
 from antiloop.stores.codec import encode_state
@@ -389,6 +390,7 @@ class SQLiteStore(SQLRecords):
                 name = getattr(exc, "sqlite_errorname", "")
                 if not name.startswith(_TRANSIENT) or time.monotonic() >= deadline:
                     raise
+                faults.count("retry")
                 time.sleep(0.002)
 
     def _read(self, what: str, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
