@@ -56,7 +56,7 @@ def _leaks(data: bytes | str) -> list[str]:
     return sorted({kind for kind, piece in PIECES if piece.lower().encode() in raw})
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def receiver() -> Iterator[tuple[str, queue.Queue[bytes]]]:
     """A real HTTP server on loopback that keeps every webhook body it gets."""
     got: queue.Queue[bytes] = queue.Queue()
