@@ -27,7 +27,7 @@ from antiloop.core.errors import ApprovalDenied, StoreError
 from antiloop.core.history import SessionState
 from antiloop.core.step import Step, step_from_dict
 from antiloop.core.verdict import Action, Verdict
-from antiloop.defaults import LazyEmbedder, default_detector, telemetry_listener
+from antiloop.defaults import LazyEmbedder, default_detector, policy_of, telemetry_listener
 from antiloop.listener import Listener as Listener
 from antiloop.stores import Store
 from antiloop.wrap import halt_for, wrapped
@@ -129,7 +129,7 @@ class Guard:
         self.config = config or GuardConfig()
         self.approvals = approvals
         self.embedder: Embedder = embedder or LazyEmbedder(self.config.embedder)
-        self.policy = decide.Policy.of(
+        self.policy = policy_of(
             self.config,
             detector if detector is not None else default_detector(self.config, self.embedder),
             mode=mode or self.config.mode,
@@ -210,7 +210,7 @@ class Guard:
             config = GuardConfig.from_mapping(source)
         else:
             settings = read_settings(source)
-            config = GuardConfig.from_mapping(settings.guard, source=settings.source)
+            config = settings.config()
             telemetry, where = settings.tables.get("telemetry"), settings.source
             if "budgets" in settings.tables and "budgets" not in kw:
                 from antiloop.budgets import Budgets

@@ -12,14 +12,12 @@ import operator
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from antiloop.core import fingerprint, semantic
 from antiloop.core.history import History, MessageRecord
+from antiloop.core.semantic import Embedder
 from antiloop.core.verdict import Action, Verdict, worst
-
-if TYPE_CHECKING:
-    from antiloop.embed import Embedder
 
 DetectorFn = Callable[[History], Verdict | None]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from antiloop.core import decide, fingerprint
 from antiloop.core.detectors import Detector
@@ -34,10 +34,7 @@ from antiloop.core.history import History, StepRecord
 from antiloop.core.result import Readings, SameResult
 from antiloop.core.verdict import Verdict
 
-if TYPE_CHECKING:
-    from antiloop.config import GuardConfig
-
-__all__ = ["CosmeticRerun", "HiddenRepeat", "edit_effect", "opt_in_detectors"]
+__all__ = ["CosmeticRerun", "HiddenRepeat", "edit_effect"]
 
 _OBSERVED = "~observed"
 _FILES_KEPT = 16
@@ -321,14 +318,3 @@ class CosmeticRerun(Detector):
             ),
             evidence=chain.evidence,
         )
-
-
-def opt_in_detectors(config: GuardConfig) -> list[Detector]:
-    """The opt-in detectors ``config.detectors`` names, with the config's thresholds."""
-    on = config.detectors
-    parts: list[Detector] = []
-    if "hidden-repeat" in on:
-        parts.append(HiddenRepeat(config.hidden_repeat_threshold))
-    if "cosmetic-rerun" in on:
-        parts.append(CosmeticRerun(config.cosmetic_rerun_threshold))
-    return parts

@@ -14,7 +14,8 @@ from typing import Any
 
 from antiloop.core.forms import canonical_path, dumps_items, pattern_words, render, verbatim
 from antiloop.core.patterns import Patterns
-from antiloop.core.rules.programs import OPERATIONS, Program, Rules, Runner
+from antiloop.core.rules.programs import OPERATIONS, Program, Runner
+from antiloop.core.rules.ruleset import Rules
 from antiloop.core.shell.tokens import (
     INPUTS,
     WRITES,
