@@ -8,6 +8,7 @@ the built-in rows, whatever order the two are built and used in.
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 
 from antiloop import Action, Guard, GuardConfig, load_config

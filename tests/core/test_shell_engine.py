@@ -101,5 +101,6 @@ def test_one_cache_with_a_typed_key() -> None:
     assert ("Bash", "/w", (), (("command", str, "ls src"),), BUILTIN) in procedure._known
     other = BUILTIN.extend()
     b = procedure.procedure_of("Bash", {"command": "ls src"}, cwd="/w", rules=other)
-    assert b is not a and b == a
+    assert b is not a
+    assert b == a
     assert ("Bash", "/w", (), (("command", str, "ls src"),), other) in procedure._known
