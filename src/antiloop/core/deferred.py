@@ -185,7 +185,7 @@ class TextBudget:
         """Hold ``text`` (``size`` bytes); drop the oldest ones while the budget is exceeded."""
         ref = weakref.ref(text, self._gone)
         lock = self._lock
-        lock.acquire()  # not ``with``: half the instructions (callgrind), each step keeps one
+        lock.acquire()  # not ``with``: cheaper, and every step keeps a text
         try:
             if self._dead:
                 self._settle()

@@ -36,7 +36,7 @@ def key_digest(key: str) -> str:
     the call's arguments, and arguments hold secrets: ``mysql -phunter2``); two digests
     compare equal exactly when their keys do.
     """
-    digest = _KEY_HASH.copy()  # a copy of a ready hash: 25% fewer instructions than a new one
+    digest = _KEY_HASH.copy()  # a copy of a ready hash: cheaper than a new one
     digest.update(key.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
