@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from antiloop.core.patterns import Patterns
+from antiloop.core.text.patterns import Patterns
 
 __all__ = [
     "canonical_json",

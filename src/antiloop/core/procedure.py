@@ -44,9 +44,9 @@ from antiloop.core.forms import (
     pattern_words,
     render,
 )
-from antiloop.core.patterns import Patterns
 from antiloop.core.rules.ruleset import BUILTIN, Rules
 from antiloop.core.shell.shapes import shell
+from antiloop.core.text.patterns import Patterns
 
 __all__ = [
     "CallKey",

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from antiloop.core.patterns import LazyPattern
 from antiloop.core.text import cues
+from antiloop.core.text.patterns import LazyPattern
 from antiloop.core.text.stagnation import (
     DECAY as DECAY,  # re-exported: the detectors read them here
 )

@@ -34,24 +34,28 @@ from typing import Any
 
 from antiloop.core.forms import pattern_words
 from antiloop.core.rules.ruleset import Rules
+from antiloop.core.shell.engine import RX as _CMD_RX
 from antiloop.core.shell.engine import (
-    _RESERVED,
-    _SHELLS,
-    _SKIP_WORDS,
     Shell,
     read_text,
     read_tokens,
 )
-from antiloop.core.shell.engine import RX as _CMD_RX
-from antiloop.core.shell.engine import stripped as _stripped
-from antiloop.core.shell.tokens import Redirect, Token, plain_tokens
+from antiloop.core.shell.tokens import (
+    RESERVED,
+    SHELLS,
+    SKIP_WORDS,
+    Redirect,
+    Token,
+    plain_tokens,
+    stripped,
+)
 
 __all__ = ["shell"]
 
 _SHAPES = 1024  # shapes kept per rule set, first in first out
 _RULE_SETS = 8  # rule sets whose shapes are kept, first in first out
-_ENGINE_WORDS = frozenset({"cd", "--", "-", ".", "~", "/dev/null"}) | _SHELLS | _RESERVED
-_ENGINE_WORDS |= _SKIP_WORDS
+_ENGINE_WORDS = frozenset({"cd", "--", "-", ".", "~", "/dev/null"}) | SHELLS | RESERVED
+_ENGINE_WORDS |= SKIP_WORDS
 
 
 class _Template:
@@ -123,7 +127,7 @@ def _memo(rules: Rules) -> _Memo:
 
 def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
     """``engine.shell(command, cwd, rules)``, by the command's shape when it has one."""
-    text = _stripped(command)
+    text = stripped(command)
     tokens = plain_tokens(text)
     if tokens is None:
         return read_text(text, cwd, rules)

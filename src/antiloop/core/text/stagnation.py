@@ -10,7 +10,7 @@ import functools
 import re
 from collections.abc import Sequence
 
-from antiloop.core.patterns import LazyPattern
+from antiloop.core.text.patterns import LazyPattern
 
 __all__ = ["DECAY", "FLOOR_MARGIN", "decayed_similarity", "numbers_progress", "stalled"]
 
