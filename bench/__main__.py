@@ -28,6 +28,7 @@ SUITES = {
     "json": "bench.json_lib",
     "capacity": "bench.capacity",
     "compiled": "bench.compiled",
+    "second_family": "bench.second_family",
 }
 
 

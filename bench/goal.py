@@ -1,7 +1,7 @@
 """Goal check on the held-out part of the labelled set: precision and recall per embedder.
 
 The cut is chosen by ``antiloop calibrate`` on every goal item outside the held-out part
-(``split`` ``test``: tests/data/labelled/goal-holdout.jsonl) and measured on that part, for
+(``split`` ``test``: tests/data/labelled/goal-holdout-2.jsonl) and measured on that part, for
 the shipped model (minilm) and the standard-library ngram embedder. ``--quick`` skips minilm.
 """
 
@@ -17,28 +17,37 @@ from antiloop.embed import minilm as minilm_module
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELLED = ROOT / "tests" / "data" / "labelled"
-HOLDOUT = LABELLED / "goal-holdout.jsonl"
+HOLDOUT = LABELLED / "goal-holdout-2.jsonl"
 #: The target for the shipped model on the held-out part.
 TARGET_PRECISION = 0.95
 TARGET_RECALL = 0.85
-#: Measured once, with the rules as they were, right after the split (see the set's README).
-FIRST_LOOK = {"minilm-l6-int8": (0.778, 0.560, 0.19), "ngram-v1": (0.778, 0.560, 0.08)}
+#: Measured once, with the rules as they were, right after the fresh part was committed (the
+#: cut each embedder's calibration chose then; see the set's README).
+FIRST_LOOK = {"minilm-l6-int8": (0.773, 0.708, 0.02), "ngram-v1": (0.773, 0.708, 0.08)}
 
 
-#: The reading of the misjudged held-out items when the target was first missed (2026-12-01).
+#: The reading of the misjudged held-out items when the target was missed (2026-12-02).
 WHY = (
-    "Why the target is missed (the misjudged items as read on 2026-12-01; no rule was changed "
-    "after reading them, so the figures stay a held-out estimate): the false stop (rh021) "
-    "describes the starting state in the goal's words with no cue ('as_sql() returns "
-    "...: the first and last characters are cut'). The misses are successes whose content "
-    "holds negative words: behaviour kept ('the generated method is still added', 'a real "
-    "conflict still warns'), an answer in the negative ('the Starter and Team plans don't "
-    "include it'), a statistic read as a part count ('11 of 14'), a message opening with 'no "
-    "longer tracks'; and two that mention too few of the goal's words: 'Cleaned up' is no "
-    "completion cue, and the stemmer cuts 'rotate' and 'rotated' apart (rotate / rotat). "
-    "Similarity plays almost no part: the two embedders misjudge the same items, and on the "
-    "training part minilm scores the same at any cut from 0.00 to 0.05 and one item fewer from "
-    "0.06 to 0.24 (the shipped 0.19): the text rules carry the decision."
+    "What changed this round, on the training part only (the old held-out part's misses, now "
+    "training data): the stemmer drops a final e after its suffix (rotate, rotated -> rotat: a "
+    "verb and its forms meet), 'cleaned up' is a completion cue, 'no longer <verb>s' reports a "
+    "change unless the verb is a working behaviour ('no longer works' still blocks), and a part "
+    "count in parentheses is a statistic ('(11 of 14)'). Training misses went from 11 to 7 at "
+    "the same 3 false stops; on the fresh part the figures did not move. "
+    "Why the target is missed (the misjudged fresh items as read on 2026-12-02, after the "
+    "figures above; no rule was changed after reading them): the 5 false stops are starting "
+    "states told in the goal's words with no cue at all ('the backup job has failed every "
+    "night since Monday', 'the dashboard takes 5.6 s to load', 'the onboarding emails exist "
+    "only in English'): a message that covers half the goal's terms is taken as reached even "
+    "with no completion word. The 7 misses are successes told in negative words the rules "
+    "read as a negation or failure: 'grep finds no reference left', 'No code imports "
+    "legacy_auth any more', 'no longer flaky' (an adjective, not a verb), 'without a "
+    "failure', 'nothing older remains', 'customer_id is still accepted', 'no client-facing "
+    "test broke'. Both classes are general: the first needs a completion cue (or a claim) "
+    "before coverage alone may reach a goal (on the training part that costs recall, 0.919 -> "
+    "0.860, for precision 0.977 -> 0.992); the second needs negation scope (what the "
+    "negation applies to: a defect or the work) rather than word lists. Similarity plays no "
+    "part: the two embedders misjudge the same items."
 )
 
 
@@ -65,7 +74,7 @@ def _goal(name: str) -> tuple[str, KindReport, list[str], tuple[float, float, fl
 
 def _sizes() -> tuple[int, int, int]:
     items = [i for i in load_labelled(LABELLED) if isinstance(i, GoalItem)]
-    new = sum(1 for i in items if i.id.startswith(("rg", "rh")))
+    new = sum(1 for i in items if i.id.startswith(("rg", "rh", "ri")))
     return len(items), new, sum(1 for i in items if i.split == "test")
 
 
@@ -87,14 +96,15 @@ def run(quick: bool = False) -> str:
         "and undone work, plans, descriptions of the starting state, reverted changes, tests "
         "still failing, intentions, questions).",
         "",
-        f"How the split was made: the {new} new pairs were written in 32 goal groups; every "
-        f"third group (3, 6, ..., 30) went whole into goal-holdout.jsonl ({held} pairs, "
-        f"{positives} reached) before any rule change; no held-out message was read while the "
-        "rules were changed on the training part (its aggregate figures were looked at twice "
-        "on the way, and its misjudged items were read only at the end, to explain the "
-        "figures below). The cut is chosen on the other "
-        f"{total - held} goal items (F0.5, precision >= 0.9, middle of the best plateau) "
-        "and measured on the held-out part. "
+        f"How the split was made: the held-out part is goal-holdout-2.jsonl ({held} pairs, "
+        f"{positives} reached): 12 goal groups and 6 unrelated pairs, written fresh and "
+        "committed before any rule change of this round; the previous held-out part "
+        "(goal-holdout.jsonl, ids rh...) became training data (split dev3). The rules were "
+        "then changed on the training part only; the held-out part's aggregate figures were "
+        "looked at once before the change (the first look) and once after it, and its "
+        "misjudged items were read only at the end, to explain the figures below. The cut is "
+        f"chosen on the other {total - held} goal items (F0.5, precision >= 0.9, middle of the "
+        "best plateau) and measured on the held-out part. "
         f"Target for the shipped model: precision >= {TARGET_PRECISION} at recall >= "
         f"{TARGET_RECALL}.",
         "",

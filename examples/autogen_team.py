@@ -1,6 +1,6 @@
 """antiloop in an AutoGen AgentChat team, offline: the replay client stands in for the LLM.
 
-Run: ``pip install 'antiloop[autogen]'`` then ``python examples/autogen_team.py``.
+Run: ``pip install -e '.[autogen]'`` then ``python examples/autogen_team.py``.
 
 Four short runs:
 

@@ -1,6 +1,6 @@
 """antiloop in a Claude Agent SDK session, offline: a scripted model on 127.0.0.1 plays Claude.
 
-Run: ``pip install 'antiloop[claude-agent-sdk]'``, then
+Run: ``pip install -e '.[claude-agent-sdk]'``, then
 ``python examples/claude_agent_sdk_session.py``. Node is not needed: the SDK bundles Claude
 Code. With a real key, drop the scripted model and ``ANTHROPIC_BASE_URL``:
 ``hooks=antiloop_hooks()`` is all antiloop needs.

@@ -1,6 +1,6 @@
 """antiloop inside a CrewAI crew, offline: its tool-call hooks stop a loop and gate a risky tool.
 
-Run: ``pip install 'antiloop[crewai]'`` then ``python examples/crewai_crew.py``.
+Run: ``pip install -e '.[crewai]'`` then ``python examples/crewai_crew.py``.
 
 A scripted OpenAI-compatible backend on 127.0.0.1 stands in for the LLM (CrewAI's own OpenAI
 provider talks to it); ``AntiloopHooks`` is registered for the crews of each scene:

@@ -1,6 +1,6 @@
 """antiloop in a Google ADK agent, offline: a scripted ``BaseLlm`` stands in for Gemini.
 
-Run: ``pip install 'antiloop[google-adk]'`` then ``python examples/google_adk_agent.py``.
+Run: ``pip install -e '.[google-adk]'`` then ``python examples/google_adk_agent.py``.
 
 Three short runs:
 

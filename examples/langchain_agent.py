@@ -1,6 +1,6 @@
 """antiloop in a LangChain v1 agent, offline: a scripted chat model stands in for the LLM.
 
-Run: ``pip install 'antiloop[langchain]'`` then ``python examples/langchain_agent.py``.
+Run: ``pip install -e '.[langchain]'`` then ``python examples/langchain_agent.py``.
 
 Three short runs:
 

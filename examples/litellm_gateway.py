@@ -1,6 +1,6 @@
 """antiloop at the LiteLLM proxy, offline: the agent is unchanged, the gateway stops its loop.
 
-Run: ``pip install 'antiloop[litellm]'`` then ``python examples/litellm_gateway.py``.
+Run: ``pip install -e '.[litellm]'`` then ``python examples/litellm_gateway.py``.
 
 A scripted OpenAI-compatible backend stands in for the LLM; the LiteLLM proxy runs in this
 process (Starlette's ``TestClient``) with ``AntiloopGuardrail`` in its config; a plain agent

@@ -1,6 +1,6 @@
 """antiloop between an MCP client and server, offline: a real ``mcp`` client, our small server.
 
-Run: ``pip install 'antiloop[mcp]'`` then ``python examples/mcp_proxy_demo.py``.
+Run: ``pip install -e '.[mcp]'`` then ``python examples/mcp_proxy_demo.py``.
 
 The client starts ``antiloop mcp-proxy --ask delete_file -- python examples/mcp_status_server.py``
 as its server, exactly as an MCP client configured with that command would, then:

@@ -1,7 +1,7 @@
 """A small MCP server over stdio, for the antiloop MCP proxy demo and tests.
 
 Run it behind the proxy: ``antiloop mcp-proxy -- python examples/mcp_status_server.py``.
-Needs ``pip install 'antiloop[mcp]'`` (the ``mcp`` package, 1.x).
+Needs ``pip install -e '.[mcp]'`` (the ``mcp`` package, 1.x).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """antiloop in an OpenAI Agents SDK run, offline: a scripted ``Model`` stands in for the LLM.
 
-Run: ``pip install 'antiloop[openai-agents]'`` then ``python examples/openai_agents_run.py``.
+Run: ``pip install -e '.[openai-agents]'`` then ``python examples/openai_agents_run.py``.
 
 Four short runs:
 

@@ -1,6 +1,6 @@
 """antiloop in a PydanticAI agent, offline: a scripted ``FunctionModel`` stands in for the LLM.
 
-Run: ``pip install 'antiloop[pydantic-ai]'`` then ``python examples/pydantic_ai_agent.py``.
+Run: ``pip install -e '.[pydantic-ai]'`` then ``python examples/pydantic_ai_agent.py``.
 
 Three short runs:
 

@@ -29,12 +29,12 @@ from antiloop.embed import get_embedder
 from antiloop.embed import minilm as minilm_module
 
 LABELLED = Path(__file__).parent / "data" / "labelled"
-HOLDOUT = LABELLED / "goal-holdout.jsonl"
+HOLDOUT = LABELLED / "goal-holdout-2.jsonl"
 #: The held-out goal target for the shipped model (issue 15): precision and recall.
 TARGET = (0.95, 0.85)
-#: What the rules reach on the held-out goal part (both embedders), the floor a regression
-#: falls below: precision 18/19, recall 18/25 (bench/RESULTS.md, "Goal check (held-out)").
-HELD_OUT_FLOOR = (0.947, 0.72)
+#: What the rules reach on the fresh held-out goal part (both embedders), the floor a
+#: regression falls below: precision 17/22, recall 17/24 (bench/RESULTS.md, "Goal check").
+HELD_OUT_FLOOR = (0.772, 0.708)
 #: The goal cut `antiloop calibrate` chooses for minilm on this set (detectors ships 0.19:
 #: both sit on the training plateau and score the same on the held-out part).
 RECALIBRATED_MINILM_GOAL = 0.02
@@ -62,11 +62,11 @@ def test_the_shipped_set_is_large_and_split():
 
 
 def test_the_held_out_goal_part_is_its_own_file_with_unseen_goals():
-    """goal-holdout.jsonl holds only held-out goal items, whose goals no training item has."""
+    """goal-holdout-2.jsonl holds only held-out goal items, whose goals no training item has."""
     held = load_labelled(HOLDOUT)
     assert all(isinstance(i, GoalItem) and i.split == "test" for i in held)
     assert len(held) >= 60
-    assert sum(1 for i in held if isinstance(i, GoalItem) and i.reached) >= 25
+    assert sum(1 for i in held if isinstance(i, GoalItem) and i.reached) >= 24
     train = [i for i in load_labelled(LABELLED) if isinstance(i, GoalItem) and i.split != "test"]
     new_train = [i for i in train if i.id.startswith("rg")]
     assert len(held) + len(new_train) >= 100 + 60
@@ -169,8 +169,9 @@ def test_minilm_held_out_goal_scores_stay_at_their_floor(minilm_report, minilm):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 15 target not met: held-out recall is 0.72 (negations inside the content, "
-    "a statistic read as a part count, the crude stemmer; see bench/RESULTS.md)",
+    reason="issue 28 target not met on the fresh held-out part: precision 0.773, recall 0.708 "
+    "(starting states told in the goal's words, successes told in negative words; see "
+    "bench/RESULTS.md)",
 )
 def test_minilm_meets_the_goal_target_on_the_held_out_part(minilm_report):
     """The target: held-out goal precision >= 0.95 at recall >= 0.85 for the shipped model."""

@@ -160,7 +160,10 @@ def test_parentheses_bash_accepts_keep_the_command_parsed(command: str) -> None:
 
 
 _MESSAGES = st.sampled_from(
-    ["/bin/bash: line ", "sh: ", "zsh:", "bash: -c: line ", "took ", "pid ", "at 0x7f", "", "\n"]
+    [
+        *("/bin/bash: line ", "sh: ", "zsh:", "bash: -c: line ", "took ", "pid ", "at 0x7f"),
+        *("", "\n", "/tmp/", "2025-11-", ":", "[1] ", "Nov ", " am"),
+    ]
 )
 _TEXTS = st.lists(
     st.one_of(_MESSAGES, st.integers(0, 99999).map(str), st.sampled_from([": ", " ", "s", "ms"])),

@@ -69,6 +69,18 @@ def test_two_guards_in_one_process_each_read_by_their_own_rows(
         assert _pack(scrubbing, f"rows{round_}") == [Action.CONTINUE, Action.STOP]
 
 
+def test_a_config_placeholder_is_a_word_to_the_model_and_kept_in_the_fingerprint(
+    config_file: Path,
+) -> None:
+    """The stop names the build id ``…`` in its reason, ``<build>`` in its fingerprint."""
+    guard = Guard.from_config(str(config_file))
+    for out in ("packed build-1234abcd", "packed build-9999ffff"):
+        verdict = guard.record({"tool": "Bash", "args": {"command": "make pkg"}, "output": out})
+    assert verdict.action is Action.STOP
+    assert "(packed …)" in verdict.reason
+    assert "::packed <build>#" in (verdict.fingerprint or "")
+
+
 def test_a_config_runner_row_names_the_operation_for_its_guard_only(config_file: Path) -> None:
     """``ward`` is a test runner for the guard whose rows say so, a plain command otherwise."""
     rows = Guard(config=load_config(config_file))

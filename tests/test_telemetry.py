@@ -83,6 +83,18 @@ class Collector:
         raise AssertionError(f"{len(self.spans)} spans arrived, expected {count}: {self.spans}")
 
 
+PORTS = range(7600, 7650)  # this suite's loopback ports on the shared machine; else any free
+
+
+def _listen(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    for port in (*PORTS, 0):
+        try:
+            return ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError:
+            continue
+    raise AssertionError("no loopback port to listen on")
+
+
 @pytest.fixture
 def collector() -> Iterator[Collector]:
     """A real OTLP/HTTP endpoint on a free loopback port."""
@@ -121,7 +133,7 @@ def collector() -> Iterator[Collector]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = _listen(Handler)
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     received.url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -570,3 +582,134 @@ def test_serve_exports_the_steps_it_judges(tmp_path: Path, collector: Collector)
     assert first.attributes["gen_ai.conversation.id"] == "web"
     assert first.events == []
     assert second.events[0][1]["gen_ai.guardrail.result.value"] == "stop"
+
+
+# -- every entry point, from the standard OTLP environment alone -----------------------------
+
+
+def _otlp_env(monkeypatch: pytest.MonkeyPatch, collector: Collector) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.url)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=infra")
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "service.name=from-attributes,team=infra")
+
+
+def test_a_plain_guard_exports_when_the_otlp_environment_is_set(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _otlp_env(monkeypatch, collector)
+    guard = Guard()
+    assert guard.record(_grep(1)).action.wire == "continue"
+    assert guard.record(_grep(2)).action.wire == "stop"
+    assert _telemetry(guard).flush(10)
+    first, second = collector.wait(2)
+    assert (first.name, second.name) == ("execute_tool Grep", "execute_tool Grep")
+    assert first.resource["service.name"] == "from-attributes"  # OTEL_RESOURCE_ATTRIBUTES
+    assert first.resource["team"] == "infra"
+    assert collector.headers[0]["x-team"] == "infra"
+    assert second.events[0][1]["gen_ai.guardrail.result.value"] == "stop"
+
+
+def test_otel_service_name_wins_over_the_resource_attributes(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _otlp_env(monkeypatch, collector)
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "named")
+    guard = Guard()
+    guard.record(_grep(1))
+    assert _telemetry(guard).flush(10)
+    [span] = collector.wait(1)
+    assert span.resource["service.name"] == "named"
+
+
+def test_a_config_and_the_environment_give_one_exporter_not_two(
+    tmp_path: Path, collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _otlp_env(monkeypatch, collector)
+    guard = Guard.from_config(_config(tmp_path, collector))
+    listener = _telemetry(guard)  # exactly one
+    guard.record(_grep(1))
+    assert listener.flush(10)
+    [span] = collector.wait(1)
+    assert span.resource["service.name"] == "tests"  # the config's [telemetry] settings
+
+
+def test_telemetry_false_and_the_scanner_export_nothing(
+    tmp_path: Path, collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from antiloop.scan.engine import Scanner, scan_config
+    from antiloop.telemetry import flush_all
+
+    _otlp_env(monkeypatch, collector)
+    assert not [x for x in Guard(telemetry=False).listeners if isinstance(x, TelemetryListener)]
+    trace = tmp_path / "run.jsonl"
+    trace.write_text("".join(json.dumps(_grep(n).to_dict()) + "\n" for n in (1, 2)), "utf-8")
+    [scanned] = Scanner(scan_config()).scan_one(trace)
+    assert scanned.loops  # a recorded run is judged, and exports nothing: it is no live step
+    assert flush_all(10)
+    assert collector.spans == []
+
+
+def _steps_file(tmp_path: Path) -> Path:
+    path = tmp_path / "steps.jsonl"
+    step = {"tool": "Bash", "args": {"command": "pytest -q"}, "output": "1 failed in 0.5s"}
+    path.write_text("".join(json.dumps({**step, "id": f"c{n}"}) + "\n" for n in (1, 2)), "utf-8")
+    return path
+
+
+def test_antiloop_check_exports_its_verdicts_with_the_otlp_environment(
+    tmp_path: Path, collector: Collector
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTILOOP_", "OTEL_"))}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_SERVICE_NAME="ci-check")
+    proc = subprocess.run(
+        [str(ANTILOOP), "check", "--no-config", str(_steps_file(tmp_path))],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 3, proc.stderr.decode()
+    assert proc.stderr == b""
+    first, second = collector.wait(2)  # flushed before check exited
+    assert [s.attributes["gen_ai.tool.call.id"] for s in (first, second)] == ["c1", "c2"]
+    assert first.resource["service.name"] == "ci-check"
+    assert second.events[0][1]["gen_ai.guardrail.result.value"] == "stop"
+
+
+def test_a_down_collector_leaves_checks_verdicts_and_is_said(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTILOOP_", "OTEL_"))}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}")
+    env.update(OTEL_EXPORTER_OTLP_TIMEOUT="2")  # the SDK's bounded wait, then it gives up
+    proc = subprocess.run(
+        [str(ANTILOOP), "check", "--no-config", str(_steps_file(tmp_path))],
+        capture_output=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 3  # the verdicts stand
+    assert proc.stdout.count(b"\n") == 2
+    assert b"Failed to export span batch" in proc.stderr
+    assert b"Traceback" not in proc.stderr
+
+
+def test_serve_exports_with_the_otlp_environment_alone(
+    tmp_path: Path, collector: Collector
+) -> None:
+    from tests.server.conftest import start_server, stop_server
+
+    server = start_server(tmp_path, env={"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+    try:
+        step = {"tool": "Read", "args": {"file_path": "a.py"}, "output": "x", "session": "env"}
+        for n in (1, 2):
+            status, verdict = server.call("POST", "/v1/steps", {**step, "id": f"e{n}"})
+            assert status == 200, verdict
+        spans = collector.wait(2)
+    finally:
+        stop_server(server)
+    assert [s.attributes["gen_ai.tool.call.id"] for s in spans] == ["e1", "e2"]  # once each

@@ -51,6 +51,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         def error(self, message: str) -> NoReturn:
             self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+        def _check_value(self, action: argparse.Action, value: object) -> None:
+            """A value outside the choices is named, with the near one (``chek``: check)."""
+            choices = action.choices
+            if choices is not None and value not in choices:
+                from antiloop.core.suggest import unknown
+
+                what = "choice" if action.option_strings else (action.metavar or action.dest)
+                known = [str(c) for c in choices]
+                raise argparse.ArgumentError(action, unknown(str(what).lower(), str(value), known))
+
     parser = _Parser(
         prog="antiloop", description="Keeps AI agents from looping; keeps people in control."
     )
@@ -110,7 +120,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"antiloop: {unknown('command', named, COMMANDS)}", file=sys.stderr)
         return 2
     parser = build_parser(_command_of(args))
-    ns = parser.parse_args(args)
+    wrong = _unknown_option(parser, args)
+    if wrong is not None:  # said before argparse's other complaints (a missing argument)
+        from argparse import Namespace
+
+        extra: list[str] = [wrong]
+        ns = Namespace(command=_command_of(args))
+    else:
+        ns, extra = parser.parse_known_args(args)
+    if extra:
+        help_of = " ".join(["antiloop", *([ns.command] if ns.command else []), "--help"])
+        print(f"antiloop: {_unrecognized(parser, extra)} (see {help_of})", file=sys.stderr)
+        return 2
     if ns.version:
         from antiloop._version import __version__
 
@@ -121,6 +142,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     return _run(lambda: handler(ns))
+
+
+def _long_options(parser: argparse.ArgumentParser) -> set[str]:
+    """The ``--`` options of a parser and of the subcommands configured under it."""
+    import argparse
+
+    known: set[str] = set()
+    parsers = [parser]
+    while parsers:
+        current = parsers.pop()
+        for action in current._actions:
+            known.update(o for o in action.option_strings if o.startswith("--"))
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    return known
+
+
+def _unknown_option(parser: argparse.ArgumentParser, args: Sequence[str]) -> str | None:
+    """The first ``--option`` that is neither an option nor the start of just one."""
+    known = _long_options(parser)
+    for arg in args:
+        if arg == "--":
+            return None  # what follows is another program's (mcp-proxy -- SERVER ...)
+        if not arg.startswith("--"):
+            continue
+        name = arg.split("=", 1)[0]
+        if not any(k.startswith(name) for k in known):  # a prefix of several: argparse says
+            return name
+    return None
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """What was not understood, with the near option of the command (``--confg``: --config)."""
+    option = next((a.split("=", 1)[0] for a in extra if a.startswith("-")), None)
+    if option is None:
+        return f"unexpected argument {extra[0]!r}"
+    from antiloop.core.suggest import unknown
+
+    return unknown("option", option, _long_options(parser))
 
 
 def _run(work: Callable[[], int]) -> int:

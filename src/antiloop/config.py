@@ -69,6 +69,7 @@ class GuardConfig:
     hidden_repeat_threshold: int = 3
     cosmetic_rerun_threshold: int = 2
     max_sessions: int = 100_000  # antiloop check: sessions kept; the least recent go first
+    escalation: tuple[str, ...] = ("ask", "stop")  # what an ignored nudge becomes, in turn
     rules: Rules = field(default=BUILTIN, repr=False)
 
     @property
@@ -144,6 +145,10 @@ def _check(key: str, value: Any, source: str) -> Any:
         return value
     if key == "escalate_to":
         return _choice(key, value, source, ("human", "supervisor"))
+    if key == "escalation":
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{source}: 'escalation' must be a list of actions, not {value!r}")
+        return tuple(_choice(key, v, source, ("ask", "block", "stop")) for v in value)
     if key == "mode":
         return _choice(key, value, source, ("enforce", "shadow"))
     if key == "on_store_error":
@@ -269,6 +274,52 @@ def read_settings(path: str | Path) -> Settings:
 
 def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+CONFIG_NAME = "antiloop.toml"
+
+
+def find_config(
+    given: str | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+) -> tuple[Path | None, str]:
+    """The config file a command reads, and how it was found (to say so on stderr).
+
+    ``given`` (``--config``) first, then ``ANTILOOP_CONFIG``, then ``antiloop.toml`` in the
+    working directory or the nearest parent that has one, as ruff and pytest find theirs.
+
+    Example:
+        >>> find_config("mine.toml", {})
+        (PosixPath('mine.toml'), 'given')
+    """
+    import os
+
+    if given:
+        return Path(given).expanduser(), "given"
+    env = os.environ if env is None else env
+    named = env.get("ANTILOOP_CONFIG")
+    if named:
+        return Path(named).expanduser(), "ANTILOOP_CONFIG"
+    here = Path.cwd() if cwd is None else Path(cwd)
+    for folder in (here, *here.parents):
+        candidate = folder / CONFIG_NAME
+        if candidate.is_file():
+            return candidate, "found"
+    return None, "none"
+
+
+def say_config(path: Path | None, how: str, command: str) -> None:
+    """Name on stderr the config file a command read when it was not given on its line."""
+    import sys
+
+    if path is None or how == "given":
+        return
+    why = "ANTILOOP_CONFIG" if how == "ANTILOOP_CONFIG" else "the nearest antiloop.toml"
+    print(
+        f"antiloop {command}: config {path.resolve()} ({why}; --no-config for the defaults)",
+        file=sys.stderr,
+    )
 
 
 def load_config(path: str | Path) -> GuardConfig:

@@ -84,6 +84,7 @@ def policy_of(config: GuardConfig, detector: DetectorFn, **changes: Any) -> Poli
         config.failure_streak,
         config.mode,
         config.escalate_to,
+        ladder=tuple(Action[name.upper()] for name in config.escalation),
         rules=config.rules,
     )
     return replace(policy, **changes) if changes else policy

@@ -96,6 +96,9 @@ class Guard:
             limit answers ``ask`` (a person decides, with ``approvals``), a hard one stops.
         fleet: the fleet controls (``antiloop.fleet``: kill switch, known loops), or the
             ``[fleet]`` settings to open them over the store (shared through a Redis store).
+        telemetry: export each step to OpenTelemetry when the standard OTLP environment
+            names an endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``antiloop.telemetry``; the
+            ``otel`` extra); False never does.
 
     Example:
         >>> guard = Guard()
@@ -121,6 +124,7 @@ class Guard:
         approvals: Approvals | None = None,
         budgets: Budgets | None = None,
         fleet: Fleet | FleetConfig | None = None,
+        telemetry: bool = True,
     ) -> None:
         from antiloop.stores.memory import MemoryStore  # here: it imports approval requests
 
@@ -137,6 +141,10 @@ class Guard:
         )
         self._budgets = budgets if budgets else None
         self.listeners = list(listeners)
+        if telemetry:  # the standard OTLP environment (OTEL_EXPORTER_OTLP_ENDPOINT...) asks
+            listener = telemetry_listener(None, "the OTLP environment")
+            if listener is not None and not any(type(x) is type(listener) for x in listeners):
+                self.listeners.append(listener)
         self.approver = approver
         if records is not None:
             store = _split(store, records)

@@ -49,7 +49,9 @@ __all__ = [
     "TelemetryListener",
     "TelemetrySettings",
     "attach_from",
+    "flush_all",
     "listener_for",
+    "resource_attributes",
     "telemetry_settings",
 ]
 
@@ -191,8 +193,28 @@ def attach_from(guard: Listened, path: str | None, env: Mapping[str, str] | None
     listener = listener_for(env, table, source=path or "config")
     if listener is None:
         return False
+    # the one a Guard took from the OTLP environment gives way to the config's settings
+    guard.listeners[:] = [x for x in guard.listeners if not isinstance(x, TelemetryListener)]
     guard.listeners.append(listener)
     return True
+
+
+def flush_all(timeout: float = 5.0) -> bool:
+    """Export what every pipeline of this process holds; True when done within ``timeout``.
+
+    A short-lived command (``antiloop check``) calls it before it exits; the SDK would also
+    flush at exit, but then a collector that is down goes unsaid.
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    with _LOCK:
+        providers = list(_PIPELINES.values())
+    done = True
+    for provider in providers:
+        left = max(0.0, deadline - time.monotonic())
+        done = bool(provider.force_flush(int(left * 1000))) and done
+    return done
 
 
 # -- the SDK pipeline, one per process and endpoint -----------------------------------------
@@ -222,23 +244,54 @@ def _provider(env: Mapping[str, str], settings: TelemetrySettings, timeout: floa
     from opentelemetry.util.re import parse_env_headers
 
     endpoint = _traces_url(env, settings)
-    name = settings.service_name or env.get("OTEL_SERVICE_NAME") or "antiloop"
+    attributes = resource_attributes(env)
+    name = (
+        settings.service_name
+        or env.get("OTEL_SERVICE_NAME")
+        or attributes.get("service.name")
+        or "antiloop"
+    )
+    attributes["service.name"] = name
     limit = settings.timeout
     if timeout is not None:
         limit = timeout if limit is None else min(limit, timeout)
     raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS")
     headers = parse_env_headers(raw, liberal=True) if raw else None  # the given env's, not ours
-    key = (endpoint, name, limit, tuple(sorted((headers or {}).items())))
+    key = (
+        endpoint,
+        limit,
+        tuple(sorted(attributes.items())),
+        tuple(sorted((headers or {}).items())),
+    )
     with _LOCK:
         provider = _PIPELINES.get(key)
         if provider is None:
             kw: dict[str, Any] = {"endpoint": endpoint, "headers": headers}
             if limit is not None:
                 kw["timeout"] = limit
-            provider = TracerProvider(resource=Resource.create({"service.name": name}))
+            provider = TracerProvider(resource=Resource.create(dict(attributes)))
             provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(**kw)))
             _PIPELINES[key] = provider
     return provider
+
+
+def resource_attributes(env: Mapping[str, str]) -> dict[str, str]:
+    """``OTEL_RESOURCE_ATTRIBUTES`` of the given environment: ``key=value`` pairs, by commas.
+
+    Values are percent-decoded, as the specification asks; a pair without ``=`` is skipped.
+
+    Example:
+        >>> resource_attributes({"OTEL_RESOURCE_ATTRIBUTES": "team=infra, note=a%2Cb"})
+        {'team': 'infra', 'note': 'a,b'}
+    """
+    from urllib.parse import unquote
+
+    found: dict[str, str] = {}
+    for pair in (env.get("OTEL_RESOURCE_ATTRIBUTES") or "").split(","):
+        key, eq, value = pair.partition("=")
+        if eq and key.strip():
+            found[key.strip()] = unquote(value.strip())
+    return found
 
 
 def _host_parent(env: Mapping[str, str]) -> Mapping[str, str] | None:

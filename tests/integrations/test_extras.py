@@ -36,7 +36,7 @@ def test_missing_framework_raises_missing_extra_with_the_pip_line(module, packag
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert proc.stdout.startswith("MissingExtra ")
-    assert f"pip install 'antiloop[{extra}]'" in proc.stdout
+    assert f"install antiloop with its [{extra}] extra (pip install -e '.[{extra}]'" in proc.stdout
 
 
 def test_mcp_proxy_needs_the_server_command():

@@ -82,6 +82,7 @@ def test_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         },
         "spend": {"steps": 4, "input_tokens": None, "output_tokens": None, "cost_usd": None},
         "loop_spend": {"steps": 2, "input_tokens": None, "output_tokens": None, "cost_usd": None},
+        "partial": None,
     }
     assert lines[0]["loops"][0]["fingerprint"].startswith("AGENT::agent::grep::")
     summary = lines[1]["summary"]

@@ -24,7 +24,7 @@ def _corpus() -> None:
 
 
 # the issue's shape, then the spend and the spend inside loops (issue 18)
-RUN_KEYS = ["file", "record", "format", "steps", "loops", "waste", "spend", "loop_spend"]
+RUN_KEYS = ["file", "record", "format", "steps", "loops", "waste", "spend", "loop_spend", "partial"]
 LOOP_KEYS = ["step", "detector", "fingerprint", "evidence"]
 WASTE_KEYS = ["from_step", "steps", "input_tokens", "output_tokens", "cost_usd"]
 USAGE_KEYS = ["steps", "input_tokens", "output_tokens", "cost_usd"]

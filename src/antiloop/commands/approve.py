@@ -36,10 +36,13 @@ def run(ns: argparse.Namespace) -> int:
             print("antiloop: no request is pending")
         return 0
     by = ns.by or getpass.getuser()
-    if not ns.server:
-        from antiloop.core.suggest import resolve
+    from antiloop.core.suggest import resolve
 
-        ns.id = resolve(ns.id, [r.id for r in open_ledger(ns).list_approvals()], "request")
+    if ns.server:  # a unique prefix, as the README's `antiloop approve ID` takes from --list
+        known = [r["id"] for r in call(ns, "GET", "/v1/approvals")["approvals"]]
+    else:
+        known = [r.id for r in open_ledger(ns).list_approvals()]
+    ns.id = resolve(ns.id, known, "request")
     if ns.server:
         body = {"decision": ns.decision, "comment": ns.comment, "by": by}
         status = call(ns, "POST", f"/v1/approvals/{ns.id}", body)["status"]

@@ -24,6 +24,7 @@ EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_STOPPED = 3
 SUMMARY_VERSION = "antiloop-check/1"
+EXPORT_LIMIT = 5.0  # seconds the spans of a run may take to export before check exits
 EXIT_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 
 
@@ -57,7 +58,14 @@ def guard_for(config: GuardConfig, budgets: Budgets | None = None) -> Guard:
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``antiloop check``."""
     parser.add_argument("file", nargs="?", default="-", help="a .jsonl file, or - for stdin")
-    parser.add_argument("--config", help="a JSON or TOML config (docs/protocol.md section 7)")
+    parser.add_argument(
+        "--config",
+        help="a JSON or TOML config (docs/protocol.md section 7; default: ANTILOOP_CONFIG, or "
+        "antiloop.toml here or in the nearest parent that has one)",
+    )
+    parser.add_argument(
+        "--no-config", action="store_true", help="read no config file: the defaults apply"
+    )
     parser.add_argument(
         "--summary-json",
         metavar="FILE",
@@ -68,7 +76,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     """Run ``antiloop check``."""
-    return run_check(ns.file, ns.config, ns.summary_json)
+    from antiloop.config import find_config, say_config
+
+    path, how = (None, "none") if ns.no_config else find_config(ns.config)
+    say_config(path, how, "check")
+    code = run_check(ns.file, str(path) if path else None, ns.summary_json)
+    if "antiloop.telemetry" in sys.modules:  # the OTLP environment asked for spans
+        from antiloop.telemetry import flush_all
+
+        flush_all(EXPORT_LIMIT)  # a collector that is down: the SDK says so, once it gave up
+    return code
 
 
 def run_check(file: str, config_path: str | None, summary_path: str | None = None) -> int:
@@ -85,6 +102,10 @@ def run_check(file: str, config_path: str | None, summary_path: str | None = Non
             budgets = Budgets.from_mapping(settings.tables["budgets"], settings.source)
     summary = RunSummary(sessions=set() if summary_path is not None else None)
     code, ended = _check(file, config, summary, budgets)
+    if ended != "unreadable input" and not summary.steps:
+        name = "standard input" if file == "-" else file
+        what = f"its {summary.invalid} lines are all invalid" if summary.invalid else "it is empty"
+        print(f"antiloop: read no step from {name}: {what}", file=sys.stderr)
     if summary.spend.steps:
         print(f"antiloop: {summary.spend_line()}", file=sys.stderr)
     if summary_path is not None:
@@ -110,6 +131,10 @@ def _check(
                     "(Ctrl-D ends; give a FILE to judge one)",
                     file=sys.stderr,
                 )
+            typed = sys.stdin.isatty()  # a terminal's end of input is read once: no peek
+            if not typed and (why := not_text(_head(sys.stdin.buffer))) is not None:
+                print(f"antiloop: standard input is not UTF-8 text ({why})", file=sys.stderr)
+                return EXIT_USAGE, "unreadable input"
             code = judge_stream(
                 sys.stdin.buffer,
                 sys.stdout,
@@ -124,6 +149,9 @@ def _check(
             print(f"antiloop: cannot read {file}: {exc.strerror or exc}", file=sys.stderr)
             return EXIT_USAGE, "unreadable input"
         with stream:
+            if not stream.isatty() and (why := not_text(_head(stream))) is not None:
+                print(f"antiloop: {file} is not UTF-8 text ({why})", file=sys.stderr)
+                return EXIT_USAGE, "unreadable input"
             code = judge_stream(stream, sys.stdout, guard_for(config, budgets), summary=summary)
             sys.stdout.flush()
             return code, _ended(code)
@@ -134,6 +162,37 @@ def _check(
         os.close(devnull)
         print("antiloop: stdout closed before every verdict was written", file=sys.stderr)
         return EXIT_PIPE, "stdout closed"
+
+
+def _head(stream: IO[bytes]) -> bytes:
+    """The first bytes of a stream, left in it (a buffered reader's peek; else none)."""
+    peek = getattr(stream, "peek", None)
+    return peek(_HEAD)[:_HEAD] if peek is not None else b""
+
+
+_HEAD = 65536
+
+
+def not_text(head: bytes) -> str | None:
+    """Why the start of a stream is not UTF-8 text (a binary file), or None when it is.
+
+    A character cut at the end of ``head`` is no fault: the stream goes on past it.
+
+    Example:
+        >>> not_text(b'{"tool": "grep"}'), not_text(bytes([0x7F, 69, 76, 70, 2, 1, 0]))
+        (None, 'a NUL byte at offset 6')
+        >>> not_text(bytes([0xFF]))
+        'byte 0xff at offset 0'
+    """
+    if b"\x00" in head:
+        return f"a NUL byte at offset {head.index(0)}"
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.reason == "unexpected end of data" and exc.end == len(head):
+            return None
+        return f"byte 0x{head[exc.start]:02x} at offset {exc.start}"
+    return None
 
 
 def _ended(code: int) -> str:

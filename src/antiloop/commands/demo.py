@@ -16,8 +16,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--store",
-        help="where the guard keeps state and the audit log (default: ANTILOOP_STORE "
-        "or sqlite:///~/.antiloop/antiloop.db)",
+        help="where the guard keeps state and the audit log (default: a store of the demo's "
+        "own, in a new folder under the temporary one; never ~/.antiloop)",
     )
     parser.add_argument(
         "--embedder", default="auto", help="for the semantic checks (default: minilm if installed)"

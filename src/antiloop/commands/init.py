@@ -24,6 +24,7 @@ TEMPLATE = """\
 # repeat_threshold = 2           # the same call with the same result N times in a row: a loop
 # cycle_max_period = 4           # A-B-A-B cycles of up to this many steps
 # failure_streak = 3             # the same tool failing N times running: change strategy
+# escalation = ["ask", "stop"]   # a nudge the agent ignores asks, then stops ([]: never)
 # allow_repeat_tools = ["sleep", "wait"]   # polling that may repeat
 # task_type = "coding"           # a step budget: simple 25, research 100, coding 250
 # min_steps = 5                  # no goal or stagnation stop before this step

@@ -103,8 +103,12 @@ def run(ns: argparse.Namespace) -> int:
         last = 0
         records = list(store.audit_records(session))
         if session is not None and not records and not ns.follow:
+            from antiloop.core.suggest import near
+
+            word = near(session, ("verify", "prune")) if ns.session is None else None
+            meant = f" (did you mean {word!r}?)" if word else ""
             print(
-                f"antiloop: no audit records for session {session!r} in {store.url}",
+                f"antiloop: no audit records for session {session!r} in {store.url}{meant}",
                 file=sys.stderr,
             )
             return 2

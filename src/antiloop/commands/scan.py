@@ -43,8 +43,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--config",
-        help="a guard config (JSON or TOML); the goal check is left out, and a step budget "
+        help="a guard config (JSON or TOML; default: ANTILOOP_CONFIG, or antiloop.toml here or "
+        "in the nearest parent that has one); the goal check is left out, and a step budget "
         "applies only when the config sets max_steps or task_type",
+    )
+    parser.add_argument(
+        "--no-config", action="store_true", help="read no config file: the defaults apply"
     )
     parser.add_argument(
         "--embedder",
@@ -81,8 +85,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(ns: argparse.Namespace) -> int:
     """Run ``antiloop scan``."""
-    if ns.config:
-        config = scan_config(load_config(ns.config))
+    from antiloop.config import find_config, say_config
+
+    path, how = (None, "none") if ns.no_config else find_config(ns.config)
+    say_config(path, how, "scan")
+    if path is not None:
+        config = scan_config(load_config(path))
         embedder = ns.embedder or (
             config.embedder if config.embedder != "auto" else DEFAULT_EMBEDDER
         )
@@ -121,6 +129,10 @@ def run(ns: argparse.Namespace) -> int:
             where = item.file + (f"#{item.record}" if item.record is not None else "")
             note = f"skipped {len(item.problems)} part(s) that read as no step ({shown}{more})"
             print(printable(f"antiloop: {where}: {note}"), file=sys.stderr)
+        if item.partial:  # results not found: the run is partial, and says so
+            progress.clear()
+            where = item.file + (f"#{item.record}" if item.record is not None else "")
+            print(printable(f"antiloop: {where}: partial: {item.partial_reason}"), file=sys.stderr)
         if ns.html:
             kept.append(item)
         if ns.json:
@@ -179,8 +191,8 @@ def run_text(result: RunScan, paint: Painter | None = None) -> str:
     paint = paint or Painter(False)
     name = printable(result.file + (f"#{result.record}" if result.record is not None else ""))
     waste = result.waste
-    if waste.from_step is None:
-        head = "no stopping loop, no waste"
+    if waste.from_step is None:  # fail-streak, cosmetic-rerun: they ask, nothing stops
+        head = "warnings only: no stopping loop, no waste"
     else:
         head = f"first loop point at step {waste.from_step}; waste {waste.text()}"
     lines = [f"{paint(name, 'bold')} ({result.format}, {result.steps} steps): {head}"]

@@ -71,6 +71,9 @@ class Policy:
         mode: ``enforce``, or ``shadow`` (judge, never block).
         escalate_to: who hears of asks and stops (``human``, ``supervisor``), or None.
         budgets: token and cost limits (``Budgets.judge``), or None.
+        ladder: what a nudge the agent ignores becomes, in turn (``escalation``): the stream's
+            next step running the nudged procedure again gets the first (``ask``), and again
+            right after that, the next (``stop``); empty: no ladder.
         rules: the rows procedures and results are read by (``antiloop.core.rules``).
     """
 
@@ -83,6 +86,7 @@ class Policy:
     mode: str = "enforce"
     escalate_to: str | None = None
     budgets: BudgetFn | None = None
+    ladder: tuple[Action, ...] = ()
     rules: Rules = BUILTIN
 
 
@@ -124,6 +128,8 @@ def decide(history: History, policy: Policy) -> Verdict:
     state = history.session
     if policy.budgets is not None:
         verdict = policy.budgets(state, history.step, verdict)
+    if policy.ladder:
+        verdict = escalated(history, verdict, policy.ladder)
     if verdict is None:
         return _OK
     if verdict.action is Action.CONTINUE:
@@ -146,6 +152,51 @@ def decide(history: History, policy: Policy) -> Verdict:
             del stopped[next(iter(stopped))]
     if verdict.action is Action.STOP:
         state.ended = verdict
+    return verdict
+
+
+NOT_ESCALATED = frozenset({"goal", "budget"})
+"""Nudges the ladder leaves alone: a goal reached is a success, a budget warns of spend."""
+
+
+def escalated(
+    history: History, verdict: Verdict | None, ladder: tuple[Action, ...]
+) -> Verdict | None:
+    """The verdict after the escalation ladder: an ignored nudge asks, then stops.
+
+    A nudge (of any detector but goal and budget) on a procedure is remembered in its stream;
+    when the stream's very next step runs that procedure again, the nudge was ignored, and the
+    step gets the ladder's first action (with the nudge's detector, fingerprint and hint),
+    unless its own verdict is already at least that; the next step running it once more gets
+    the next action. Any other step in between forgets the nudge: the agent heeded it.
+    """
+    stream = history.stream
+    pending = stream.nudged
+    stream.nudged = None
+    record = history.record
+    if record is None:  # a step allowed to repeat: the ladder neither sees nor forgets it
+        stream.nudged = pending
+        return verdict
+    if pending is not None and pending[0] == record.procedure:
+        rung, nudge = pending[1], pending[2]
+        action = ladder[rung]
+        if verdict is None or verdict.action < action:
+            ignored = "ignored" if rung == 0 else f"ignored {rung + 1} times"
+            verdict = replace(
+                nudge,
+                action=action,
+                reason=f"The nudge was {ignored}: the same procedure ran again. {nudge.reason}",
+                evidence=tuple(sorted({*nudge.evidence, record.index})),
+            )
+        if rung + 1 < len(ladder) and verdict.action < Action.STOP:
+            stream.nudged = (record.procedure, rung + 1, nudge)
+        return verdict
+    if (
+        verdict is not None
+        and verdict.action is Action.NUDGE
+        and verdict.detector not in NOT_ESCALATED
+    ):
+        stream.nudged = (record.procedure, 0, verdict)
     return verdict
 
 
@@ -175,7 +226,7 @@ def observe(state: SessionState, step: Step, policy: Policy) -> History:
     message = None
     if step.message is not None:
         message = _add_message(stream, index, step.message, policy.messages)
-    return History(step, record, proc, stream, state, message)
+    return History(step, record, proc, stream, state, message, policy.rules)
 
 
 def _add_record(

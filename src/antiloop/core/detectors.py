@@ -16,6 +16,7 @@ from typing import Any
 
 from antiloop.core import fingerprint, semantic
 from antiloop.core.history import History, MessageRecord
+from antiloop.core.result import in_words
 from antiloop.core.semantic import Embedder
 from antiloop.core.verdict import Action, Verdict, worst
 
@@ -150,14 +151,14 @@ class Repeat(Detector):
         evidence = tuple(r.index for r in window[-self.threshold :])
         fp = fingerprint.build(history.agent, rec.operation, rec.context, same.label, same.digest)
         times = "twice" if self.threshold == 2 else f"{self.threshold} times"
+        label = in_words(same.label, history.rules)
         return Verdict.stop(
             "repeat",
-            f"{rec.operation} {rec.context!r} ran {times} in a row with the same result "
-            f"({same.label}).",
+            f"{rec.operation} {rec.context!r} ran {times} in a row with the same result ({label}).",
             fingerprint=fp,
             hint=(
                 f"Stop repeating {rec.operation} on {rec.context!r}: it gave the same result "
-                f"({same.label}) {times}. Running it again changes nothing. Change the "
+                f"({label}) {times}. Running it again changes nothing. Change the "
                 "parameters, look somewhere else, or ask for help."
             ),
             evidence=evidence,
@@ -251,7 +252,7 @@ class FailStreak(Detector):
         return Verdict.ask(
             "fail-streak",
             f"{step.tool} failed {stream.fails} times running"
-            + (f"; last error: {error}" if error else "."),
+            + (f"; last error: {in_words(error, history.rules)}" if error else "."),
             fingerprint=fp,
             hint=(
                 f"{step.tool} has failed {stream.fails} times in a row. Change strategy: read "

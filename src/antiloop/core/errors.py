@@ -4,7 +4,7 @@
 
     AntiloopError
     ├── ConfigError (ValueError)        bad config, unknown detector/store/embedder
-    │   └── MissingExtra (ImportError)  "pip install 'antiloop[redis]'"
+    │   └── MissingExtra (ImportError)  "... [redis] extra ..."
     ├── BadStep (ValueError)            an event that is no step (docs/protocol.md section 2)
     ├── StoreError                      a backend failed; the driver's exception as __cause__
     ├── ChannelError                    an approval channel could not deliver or collect
@@ -39,7 +39,8 @@ class MissingExtra(ConfigError, ImportError):
 
     def __init__(self, extra: str, package: str, purpose: str) -> None:
         super().__init__(
-            f"{purpose} needs the {package!r} package: pip install 'antiloop[{extra}]'"
+            f"{purpose} needs the {package!r} package: install antiloop with its [{extra}] "
+            f"extra (pip install -e '.[{extra}]' in a checkout)"
         )
         self.extra = extra
         self.package = package

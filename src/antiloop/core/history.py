@@ -17,6 +17,7 @@ from antiloop.core.deferred import Deferred
 from antiloop.core.procedure import Procedure
 from antiloop.core.redact import redact_text
 from antiloop.core.result import Readings, SameResult
+from antiloop.core.rules.ruleset import BUILTIN, Rules
 from antiloop.core.step import Step
 
 CONTEXT_KEPT = 120  # the fingerprint shows 80 characters of it
@@ -168,6 +169,9 @@ class StreamState:
     # What the opt-in detectors (antiloop.core.extra.detectors) follow, by name: small tuples of
     # plain values (digests, indices), bounded; None in a stream no such detector judged.
     chains: dict[str, tuple[Any, ...]] | None = None
+    # The escalation ladder (antiloop.decide): the last step's nudge or escalation, as
+    # (procedure digest, rung reached, the verdict), while the next step may ignore it.
+    nudged: tuple[str, int, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -199,9 +203,10 @@ class History:
         stream: the state of its stream, the current step already included.
         session: the state of its session, the current step already counted.
         message: the step's message record, when it has a message.
+        rules: the rule set the step was read by (its scrubbers' placeholders name values).
     """
 
-    __slots__ = ("message", "procedure", "record", "session", "step", "stream")
+    __slots__ = ("message", "procedure", "record", "rules", "session", "step", "stream")
 
     def __init__(
         self,
@@ -211,7 +216,9 @@ class History:
         stream: StreamState,
         session: SessionState,
         message: MessageRecord | None = None,
+        rules: Rules = BUILTIN,
     ) -> None:
+        self.rules = rules
         self.step = step
         self.record = record
         self.procedure = procedure

@@ -72,7 +72,9 @@ _SUFFIXES = ("ings", "ing", "edly", "ed", "ies", "xes", "ches", "shes", "sses", 
 # Phrases that look negative but report success: neutralised before the cue search.
 _POSITIVE_PHRASES = LazyPattern(
     r"\b(?:no\s+longer\s+(?:fails?|failing|crash(?:es)?|errors?|raises?|throws?|breaks?|"
-    r"hangs?|leaks?|returns?\s+\d+)|\d{3}\s+not\s+found|no\s+(?:more\s+)?(?:errors?|failures?|warnings?|regressions?|"
+    r"hangs?|leaks?|returns?\s+\d+|(?!(?:works?|pass(?:es)?|builds?|compiles?|runs?|loads?|"
+    r"starts?|responds?|succeeds?|connects?|boots?|exists?|available|possible|supported)\b)"
+    r"[a-z]+s\b)|\d{3}\s+not\s+found|no\s+(?:more\s+)?(?:errors?|failures?|warnings?|regressions?|"
     r"issues|problems|references|occurrences|remaining\s+\w+|other\s+(?:changes|issues))|"
     r"nothing\s+(?:else|left|remains|more)|not\s+only|(?:previously|formerly|originally)\s+"
     r"(?:failing|failed|broken)|(?:was|were|that\s+was|which\s+was)\s+(?:failing|broken)|"
@@ -181,7 +183,7 @@ _COMPLETION = LazyPattern(
     r"lives\s+in|defined\s+in|listed\s+in|is\s+in|summary|answer|result|results|redirects|"
     r"returns|recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
     r"(?:is|are)\s+complete|down\s+to|(?:we|i)\s+(?:have|got)\s+the|"
-    r"(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
+    r"cleaned\s+up|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
     r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
@@ -203,12 +205,18 @@ def normalise(text: str) -> str:
 
 
 def stem(word: str) -> str:
-    """A crude stem: a common suffix dropped, then at most six letters ("fixing" -> "fix")."""
+    """A crude stem: a common suffix dropped, then a final ``e``, then at most six letters.
+
+    The final ``e`` goes so that a verb and its forms meet ("rotate", "rotated" -> "rotat";
+    "fixing" -> "fix").
+    """
     for suffix in _SUFFIXES:
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             keep = 2 if suffix.endswith("es") and suffix != "ies" else 0
             word = word[: len(word) - len(suffix) + keep]
             break
+    if len(word) > 4 and word.endswith("e"):
+        word = word[:-1]
     return word[:6]
 
 
@@ -260,7 +268,7 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
     if cue is not None:
         return cue
     for m in _PART_OF.finditer(text):
-        if int(m.group(1)) < int(m.group(2)):
+        if int(m.group(1)) < int(m.group(2)) and not _in_parentheses(text, m.start()):
             return m.group(0)
     tokens = _WORD.findall(goal.lower())
     negated = {b for a, b in itertools.pairwise(tokens) if a in _NEGATORS}
@@ -311,6 +319,12 @@ def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str |
         if cue is not None and not _in_goal(cue, goal_words_text):
             return cue
     return None
+
+
+def _in_parentheses(text: str, at: int) -> bool:
+    """Whether position ``at`` of ``text`` lies inside parentheses: "(11 of 14)" is a statistic."""
+    before = text[:at]
+    return before.count("(") > before.count(")")
 
 
 _SENTENCE_END = LazyPattern(r"[.!?;](?:\s|$)|,\s+(?:and|so)\s+(?:i|we|it)\b", re.IGNORECASE)

@@ -11,15 +11,47 @@ from collections.abc import Iterable
 
 
 def near(name: str, known: Iterable[str]) -> str | None:
-    """The known name closest to ``name``, when one is close enough to be a typo."""
+    """The known name closest to ``name``, when one is close enough to be a typo.
+
+    A typo is a letter wrong, missing, added or two swapped (``lgo`` for ``log``; two of them
+    in a name of eight letters or more), or a spelling ``difflib`` finds close.
+
+    Example:
+        >>> near("lgo", ["log", "scan"]), near("--confg", ["--config", "--color"])
+        ('log', '--config')
+    """
     from difflib import get_close_matches
 
     names = list(known)
     lowered = {k.lower(): k for k in names}
     if name.lower() in lowered:
         return lowered[name.lower()]
+    allowed = 1 if len(name.lstrip("-")) < 8 else 2
+    scored = sorted((edits(name.lower(), k.lower()), k) for k in names)
+    if scored and scored[0][0] <= allowed:
+        return scored[0][1]
     found = get_close_matches(name, names, n=1, cutoff=0.75)
     return found[0] if found else None
+
+
+def edits(a: str, b: str) -> int:
+    """The letters to change, add, remove or swap (two neighbours) to turn ``a`` into ``b``.
+
+    Example:
+        >>> edits("lgo", "log"), edits("verfy", "verify"), edits("scan", "check")
+        (1, 1, 5)
+    """
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(current[j - 1] + 1, row[j] + 1, row[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], before[j - 2] + 1)
+        before, row = row, current
+    return row[-1]
 
 
 def unknown(what: str, name: str, known: Iterable[str]) -> str:

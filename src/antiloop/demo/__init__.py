@@ -185,15 +185,14 @@ def run_demo(
 ) -> int:
     """Play every scene against a fresh copy of the sample project; returns 0.
 
-    The guard runs on the embedded defaults: the SQLite store (``store``, by default
-    ``ANTILOOP_STORE`` or ``~/.antiloop/antiloop.db``, so ``antiloop log`` shows the demo's
+    The guard runs on the embedded defaults: a SQLite store of the demo's own (``store``, by
+    default a new folder under the system's temporary one, never the user's
+    ``~/.antiloop`` nor ``ANTILOOP_STORE``; it stays, so ``antiloop log`` shows the demo's
     sessions afterwards) and the shipped MiniLM model when the ``embed`` extra is installed.
     """
-    from antiloop.stores import default_store_url
-
     out = out or sys.stdout
     paint = Painter(not as_json and wants_colour(out, color))
-    url = store or default_store_url()
+    url = store or demo_store()
     guard = Guard(config=GuardConfig(embedder=embedder), store=url)
     run_id = f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     scenes = [replace(scene, session=f"{run_id}-{scene.session[5:]}") for scene in SCENES]
@@ -235,6 +234,12 @@ def run_demo(
             f"`{command} log verify --store {url}`.\n"
         )
     return 0
+
+
+def demo_store() -> str:
+    """A SQLite store of the demo's own: a new private folder under the temporary one."""
+    folder = tempfile.mkdtemp(prefix="antiloop-demo-")
+    return f"sqlite:///{Path(folder, 'demo.db').as_posix().lstrip('/')}"
 
 
 def _command() -> str:

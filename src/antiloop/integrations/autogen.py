@@ -23,7 +23,7 @@ call waits for the answer before it runs; refused, it never runs and the model r
     antiloop = AntiloopTermination(needs_approval=policy, ask=ask_on_slack)
     assistant = AssistantAgent("worker", model_client, tools=antiloop.protect(delete_file))
 
-Written against autogen-agentchat 0.7; install with ``pip install 'antiloop[autogen]'``.
+Written against autogen-agentchat 0.7; install with ``pip install -e '.[autogen]'``.
 """
 
 from __future__ import annotations

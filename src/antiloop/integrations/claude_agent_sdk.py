@@ -28,7 +28,7 @@ the tokens of the turns without a tool call. Pass the messages through ``antiloo
 
 and each ``ResultMessage`` is charged to the session's ``[budgets]`` (the same config and store
 as the hooks): past a hard limit the session stops, and its next tool call is denied. Written
-against claude-agent-sdk 0.2.189; install with ``pip install 'antiloop[claude-agent-sdk]'``.
+against claude-agent-sdk 0.2.189; install with ``pip install -e '.[claude-agent-sdk]'``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Approvals: ``needs_approval`` (see ``ApprovalPolicy``) asks a person before a ri
 through ``decide(tool, args)``, or by default CrewAI's own prompt
 (``ToolCallHookContext.request_human_input``: "approve" or "yes" runs it). The session is the
 crew's id unless one is given. Written against crewai 1.15; install with
-``pip install 'antiloop[crewai]'`` (its dependencies need a venv of their own beside our dev
+``pip install -e '.[crewai]'`` (its dependencies need a venv of their own beside our dev
 set: see the extra in pyproject.toml).
 """
 

@@ -17,7 +17,7 @@ reason.
 Approvals use ADK's tool confirmation: ``needs_approval`` calls ``request_confirmation()``, the
 run pauses with an ``adk_request_confirmation`` call; ``approval_requests(events)`` lists them
 and ``answer(request, decision)`` is the message that resumes the run. Written against
-google-adk 2.13; install with ``pip install 'antiloop[google-adk]'``.
+google-adk 2.13; install with ``pip install -e '.[google-adk]'``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ model with a ``ToolMessage`` (``status="error"``) carrying the hint and the fing
 of the result; a stopped session ends the run (``jump_to: "end"``) before the next model call.
 Approvals use LangGraph's ``interrupt()``, so ``Command(resume=...)`` continues the run (a
 checkpointer and a ``thread_id`` are needed, as for any interrupt). Written against
-langchain 1.x and langgraph 1.x; install with ``pip install 'antiloop[langchain]'``.
+langchain 1.x and langgraph 1.x; install with ``pip install -e '.[langchain]'``.
 
 An async agent (``ainvoke``, ``astream``) goes through ``AsyncGuard``: the store's work runs in
 a worker thread and a person's approval (``Guard(approvals=...)``) is awaited, so the event loop

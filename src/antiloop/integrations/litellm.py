@@ -21,7 +21,7 @@ agent's loop ends without a change to the agent.
 The session is the request's ``litellm_session_id`` (or ``metadata.antiloop_session``), else a
 digest of the conversation's first messages. Approvals need a host that can pause a call; the
 gateway cannot, so a policy answering ``ask`` refuses like ``deny``. Written against litellm
-1.110; install with ``pip install 'antiloop[litellm]'``.
+1.110; install with ``pip install -e '.[litellm]'``.
 """
 
 from __future__ import annotations

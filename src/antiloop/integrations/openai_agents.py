@@ -22,7 +22,7 @@ the hint before its next turn when ``model_input_filter`` is the run's
 
 Approvals use the SDK's own ``needs_approval``: the run stops with ``result.interruptions``;
 ``approve()`` (or ``run()``) answers them and the run resumes from ``result.to_state()``.
-Written against openai-agents 0.24; install with ``pip install 'antiloop[openai-agents]'``.
+Written against openai-agents 0.24; install with ``pip install -e '.[openai-agents]'``.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Approvals use PydanticAI's deferred tools: ``needs_approval`` raises ``ApprovalR
 the call, the run ends with ``DeferredToolRequests`` (put it in the agent's ``output_type``),
 ``approve()`` answers them and the next ``agent.run(..., deferred_tool_results=...)`` resumes
 (``run()`` does both). Written against pydantic-ai 2.66; install with
-``pip install 'antiloop[pydantic-ai]'``.
+``pip install -e '.[pydantic-ai]'``.
 """
 
 from __future__ import annotations

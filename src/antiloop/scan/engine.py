@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from antiloop.config import KNOWN_DETECTORS, GuardConfig
 from antiloop.core.detectors import FailStreak
 from antiloop.core.history import History
+from antiloop.core.step import Step
 from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard, default_detector
 from antiloop.scan.pool import scan_files
@@ -98,12 +99,14 @@ class StepView:
         failed: the step failed (an error or a non-zero exit code).
         tool: the tool name.
         command: the command or arguments, cut to a few hundred characters.
+        no_result: the reader found no result for the step (it was judged as unknown).
     """
 
     operation: str
     failed: bool
     tool: str
     command: str
+    no_result: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +125,9 @@ class RunScan:
         cost_recorded: the format records tokens or cost per step.
         views: per step, what a timeline shows (empty unless asked for).
         problems: things the reader could not read.
+        missing_results: the steps whose result the reader could not find (a partial run):
+            each was judged as a result no other step has, never as an empty output.
+        partial_reason: which steps and why, in one line; None for a whole run.
     """
 
     file: str
@@ -135,6 +141,13 @@ class RunScan:
     cost_recorded: bool = False
     views: tuple[StepView, ...] = ()
     problems: tuple[str, ...] = ()
+    missing_results: tuple[int, ...] = ()
+    partial_reason: str | None = None
+
+    @property
+    def partial(self) -> bool:
+        """Whether some step's result could not be found."""
+        return bool(self.missing_results)
 
     @property
     def first_loop(self) -> int | None:
@@ -152,6 +165,11 @@ class RunScan:
             "waste": self.waste.to_json(),
             "spend": self.spend.to_json(),
             "loop_spend": self.loop_spend.to_json(),
+            "partial": (
+                {"missing_results": list(self.missing_results), "reason": self.partial_reason}
+                if self.partial
+                else None
+            ),
         }
 
 
@@ -182,6 +200,21 @@ class Unreadable:
             "format": self.format,
             "reason": self.reason,
         }
+
+
+UNKNOWN_RESULT = "\x00antiloop: no result was recorded for step {index}"
+
+
+def unknown_result(step: Step, index: int) -> Step:
+    """A step whose result the reader could not find, as the scan judges it.
+
+    Its result is unknown, not empty: it is given a text no other step's result has, so it is
+    never the same result as another step (no repeat, cycle or no-change through it), and it
+    neither fails nor passes on an exit code.
+    """
+    return dataclasses.replace(
+        step, output=UNKNOWN_RESULT.format(index=index), error=None, exit_code=None
+    )
 
 
 def no_steps_reason(run: Run) -> str:
@@ -239,6 +272,7 @@ class _Collector:
     parts: tuple[Any, ...]
     fail_threshold: int
     views: list[StepView] | None
+    missing: frozenset[int] = frozenset()
     fired: list[_Firing] = field(default_factory=list)
 
     def __call__(self, history: History) -> Verdict | None:
@@ -246,7 +280,13 @@ class _Collector:
         if self.views is not None:
             step = history.step
             self.views.append(
-                StepView(history.procedure.operation, step.failed, step.tool, _command(step.args))
+                StepView(
+                    history.procedure.operation,
+                    step.failed,
+                    step.tool,
+                    _command(step.args),
+                    no_result=index in self.missing,
+                )
             )
         for part in self.parts:
             verdict = part(history)
@@ -384,11 +424,16 @@ class Scanner:
         ``scan_paths`` report such a run as ``Unreadable`` instead.
         """
         views: list[StepView] | None = [] if self.views else None
-        collector = _Collector(self._parts, self.config.failure_streak, views)
-        guard = Guard(collector, config=self.config, embedder=self.vectors, audit=False)
+        missing = frozenset(run.missing_results)
+        collector = _Collector(self._parts, self.config.failure_streak, views, missing)
+        guard = Guard(
+            collector, config=self.config, embedder=self.vectors, audit=False, telemetry=False
+        )  # recorded runs are no live steps: no spans
         steps = run.steps
         if steps and any(s.session != steps[0].session for s in steps):
             steps = tuple(dataclasses.replace(s, session="run") for s in steps)
+        if missing:
+            steps = tuple(unknown_result(s, i) if i in missing else s for i, s in enumerate(steps))
         record = guard.record
         for step in steps:
             record(step)
@@ -405,6 +450,8 @@ class Scanner:
             cost_recorded=bool(run.costs),
             views=tuple(views) if views is not None else (),
             problems=run.problems,
+            missing_results=run.missing_results,
+            partial_reason=run.partial_reason,
         )
 
     def scan_file(self, path: Path, format: str = "auto") -> Iterator[RunScan | Unreadable]:
@@ -429,6 +476,8 @@ class Scanner:
             yield from self.scan_file(path, format)
         except (UnknownFormat, OSError) as exc:
             yield Unreadable(str(path), _reason(exc, path))
+        except RecursionError:  # a reader's JSON, or a step, deeper than Python can follow
+            yield Unreadable(str(path), "nested too deeply to read")
 
     def scan_paths(
         self,

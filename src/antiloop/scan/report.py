@@ -97,6 +97,7 @@ figcaption { font-weight: 600; margin-bottom: 8px; }
 .tl { display: flex; flex-wrap: wrap; gap: 2px; margin: 6px 0 4px; padding-top: 6px; }
 .s { position: relative; width: 10px; height: 18px; border-radius: 2px; cursor: pointer; }
 .s.f { box-shadow: inset 0 -5px 0 #c00; }
+.s.n { opacity: .35; }
 .s.w { background-image: repeating-linear-gradient(135deg, rgba(255,255,255,.55) 0 2px,
        transparent 2px 5px); }
 .s.e { outline: 2px solid #111; outline-offset: 0; z-index: 1; }
@@ -252,6 +253,7 @@ def render_html(results: Sequence[RunScan], summary: Summary) -> str:
         f"<p class='muted'>{_summary_line(summary)}</p></header><main>",
         _cards(summary),
         _unreadable(summary),
+        _partial(summary),
         "<h2>Summary</h2><div class='charts'>",
         _figure("chart-kinds", "Runs with loops, by kind", _kinds_chart(summary)),
         _figure(
@@ -309,10 +311,17 @@ def _cards(summary: Summary) -> str:
         ("runs", summary.runs),
         ("runs with loops", f"{summary.runs_with_loops} ({share})"),
         ("loops", summary.loops),
+    ]
+    warned = summary.runs_with_loops - summary.runs_stopping
+    if warned:  # runs printed as "warnings only": their loops ask, none stops the run
+        cards.append(("runs with warnings only", warned))
+    cards += [
         ("wasted steps", f"{summary.waste.steps} of {summary.steps}"),
     ]
     if summary.unreadable:
         cards.append(("unreadable", len(summary.unreadable)))
+    if summary.partial:
+        cards.append(("partial runs", len(summary.partial)))
     waste = summary.waste
     if waste.input_tokens is not None or waste.output_tokens is not None:
         tokens = (waste.input_tokens or 0) + (waste.output_tokens or 0)
@@ -338,6 +347,23 @@ def _unreadable(summary: Summary) -> str:
     return (
         f"<section id='unreadable'><h2>Unreadable ({len(summary.unreadable)})</h2>"
         "<p class='muted'>Not counted as runs: of no known format, or read as no steps.</p>"
+        f"<ul class='loops'>{rows}</ul></section>"
+    )
+
+
+def _partial(summary: Summary) -> str:
+    """The runs read with some results missing, each with its reason; empty when none."""
+    if not summary.partial:
+        return ""
+    rows = "".join(
+        f"<li><code>{_esc(name)}</code> <span class='muted'>{_esc(why)}</span></li>"
+        for name, why in summary.partial
+    )
+    return (
+        f"<section id='partial'><h2>Partial runs ({len(summary.partial)})</h2>"
+        "<p class='muted'>Counted as runs. A step whose result was not found is judged as "
+        "unknown (never the same result as another step), not as an empty output; it is "
+        "marked <i>no result</i> on its timeline.</p>"
         f"<ul class='loops'>{rows}</ul></section>"
     )
 
@@ -479,6 +505,7 @@ def _legend() -> str:
     items += [
         "<span><i style='background:#bab0ac;box-shadow:inset 0 -5px 0 #c00'></i>failed</span>",
         "<span><i style='background:#bab0ac;outline:2px solid #111'></i>loop evidence</span>",
+        "<span><i style='background:#bab0ac;opacity:.35'></i>no result found</span>",
         "<span>&#9660; first loop point</span>",
         "<span><i style='background:#bab0ac;background-image:repeating-linear-gradient(135deg,"
         "rgba(255,255,255,.55) 0 2px,transparent 2px 5px)'></i>after it (waste)</span>",
@@ -508,6 +535,8 @@ def _run_block(result: RunScan, name: str, number: int) -> str:
         classes = ["s", f"o-{op}"]
         if view.failed:
             classes.append("f")
+        if view.no_result:
+            classes.append("n")
         if i in evidence:
             classes.append("e")
         if point is not None and i == point:
@@ -519,6 +548,8 @@ def _run_block(result: RunScan, name: str, number: int) -> str:
             tip += f" ({view.operation})"
         if view.failed:
             tip += " · failed"
+        if view.no_result:
+            tip += " · no result found"
         if i in evidence:
             tip += f" · loop: {', '.join(evidence[i])}"
         if point is not None and i == point:

@@ -28,6 +28,9 @@ class Summary:
     runs: int = 0
     steps: int = 0
     runs_with_loops: int = 0
+    """Runs with any loop: the ones that stop and the ones with warnings only."""
+    runs_stopping: int = 0
+    """Runs with a loop that stops the run (a first loop point, ``STOPPING``)."""
     loops: int = 0
     runs_by_kind: Counter[str] = field(default_factory=Counter)
     loops_by_kind: Counter[str] = field(default_factory=Counter)
@@ -41,6 +44,8 @@ class Summary:
     loop_spend: Usage = field(default_factory=Usage)
     """What the steps inside loops spent."""
     unreadable: list[Unreadable] = field(default_factory=list)
+    partial: list[tuple[str, str]] = field(default_factory=list)
+    """Runs read with some results missing: (run name, why); counted as runs too."""
     _last_file: str | None = None
 
     def add(self, item: RunScan | Unreadable) -> None:
@@ -54,8 +59,12 @@ class Summary:
         self.runs += 1
         self.steps += item.steps
         self.runs_by_format[item.format] += 1
+        if item.partial:
+            name = item.file + (f"#{item.record}" if item.record is not None else "")
+            self.partial.append((name, item.partial_reason or "some results not found"))
         if item.loops:
             self.runs_with_loops += 1
+            self.runs_stopping += item.first_loop is not None
             self.loops += len(item.loops)
             self.runs_by_kind.update({loop.detector for loop in item.loops})
             self.loops_by_kind.update(loop.detector for loop in item.loops)
@@ -78,8 +87,11 @@ class Summary:
             "runs": self.runs,
             "steps": self.steps,
             "unreadable": [u.to_json() for u in self.unreadable],
+            "partial": [{"run": name, "reason": why} for name, why in self.partial],
             "runs_by_format": dict(sorted(self.runs_by_format.items())),
             "runs_with_loops": self.runs_with_loops,
+            "runs_with_stopping_loops": self.runs_stopping,
+            "runs_with_warnings_only": self.runs_with_loops - self.runs_stopping,
             "loops": self.loops,
             "runs_with_loops_by_kind": dict(sorted(self.runs_by_kind.items())),
             "loops_by_kind": dict(sorted(self.loops_by_kind.items())),
@@ -97,12 +109,19 @@ class Summary:
         lines = [
             f"Scanned {self.runs} runs ({self.steps} steps) in {self.files} files"
             + (f"; {len(self.unreadable)} unreadable" if self.unreadable else "")
+            + (f"; {len(self.partial)} partial" if self.partial else "")
             + ".",
         ]
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(self.runs_by_kind.items()))
         share = f" ({100 * self.runs_with_loops / self.runs:.0f}%)" if self.runs else ""
+        warned = self.runs_with_loops - self.runs_stopping
+        split = (
+            f": {self.runs_stopping} stopped at a loop point, {warned} with warnings only"
+            if warned
+            else ""
+        )
         lines.append(
-            f"Runs with loops: {self.runs_with_loops}{share}"
+            f"Runs with loops: {self.runs_with_loops}{share}{split}"
             + (f"; by kind: {kinds}" if kinds else "")
         )
         lines.append(f"Waste after the first loop point: {self.waste.text()}.")
@@ -112,6 +131,15 @@ class Summary:
         if top:
             lines.append("Most common fingerprints (runs):")
             lines.extend(f"  {runs:>4}  {fp}" for fp, runs in top)
+        if self.partial:
+            lines.append(
+                f"Partial runs (steps whose result was not found, judged as unknown, never as "
+                f"empty): {len(self.partial)}"
+            )
+            lines.extend(f"  {name}: {why}" for name, why in self.partial[:UNREADABLE_LISTED])
+            more = len(self.partial) - UNREADABLE_LISTED
+            if more > 0:
+                lines.append(f"  and {more} more")
         if self.unreadable:
             lines.append(f"Unreadable (not counted as runs): {len(self.unreadable)}")
             lines.extend(

@@ -68,6 +68,10 @@ class Run:
         total_cost_usd: the run's total cost as the file states it, or None.
         meta: what else the file says about the run (model, exit status, instance id, ...).
         problems: things that could not be read, each naming its line or event.
+        missing_results: the steps (indices into ``steps``) whose result the reader could not
+            find: their ``output`` and ``error`` are unknown, not empty. A run with any is
+            *partial*, and ``partial_reason`` says why.
+        partial_reason: the steps with no result and why, in one line; None when there are none.
     """
 
     file: str
@@ -78,6 +82,23 @@ class Run:
     total_cost_usd: float | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+    missing_results: tuple[int, ...] = ()
+    partial_reason: str | None = None
+
+    @property
+    def partial(self) -> bool:
+        """Whether some step's result could not be found (see ``missing_results``)."""
+        return bool(self.missing_results)
+
+
+def missing_reason(missing: list[int], why: str) -> str | None:
+    """Why a run is partial, naming the steps ``missing`` (no result found), or None."""
+    if not missing:
+        return None
+    shown = ", ".join(str(i) for i in missing[:10])
+    more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+    noun = "step" if len(missing) == 1 else "steps"
+    return f"no result found for {len(missing)} {noun} ({shown}{more}): {why}"
 
 
 _INVALID = object()
@@ -91,6 +112,8 @@ class Source:
         self.text = text
         self._doc: object = None
         self._parsed = False
+        self.too_deep = False
+        """The whole file is JSON nested too deeply for Python's parser to read."""
 
     @classmethod
     def read(cls, path: Path) -> Source:
@@ -118,6 +141,9 @@ class Source:
                 self._doc = json.loads(self.text)
             except ValueError:
                 self._doc = _INVALID
+            except RecursionError:  # nested too deeply to read: no document (maybe lines)
+                self._doc = _INVALID
+                self.too_deep = True
         return self._doc
 
     def lines(self) -> Iterator[tuple[int, str]]:

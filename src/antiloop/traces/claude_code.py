@@ -16,14 +16,18 @@ only ``type: "assistant"`` and ``type: "user"`` entries matter here, other kinds
   ``output``; with ``is_error`` it is ``error`` instead. For ``Bash`` an error that starts
   ``Exit code N`` gives ``exit_code`` N and the rest is ``output`` (the command ran and failed); a
   Bash result without ``is_error`` has ``exit_code`` 0, as Claude Code reports every non-zero exit
-  as an error. ``<tool_use_error>`` tags are removed from error text.
+  as an error. ``<tool_use_error>`` tags are removed from error text. A call no
+  ``tool_result`` answers (an interrupted run) has no result: it is listed in
+  ``Run.missing_results``, not read as empty.
 * ``message``: the assistant text blocks of the same ``message.id`` written before the call (else
   its thinking), given to the first call of that message only, so parallel calls do not repeat it.
 * ``goal``: the first user prompt (not a tool result, meta entry or slash-command echo).
 * ``session``: ``sessionId`` (shared by a session and its subagents). ``agent``: ``"main"``; for
   a sidechain entry (a subagent transcript) ``<agentType>-<agentId>`` when the
-  ``agent-<id>.meta.json`` beside the file names the type, else ``agent-<agentId>``: each
-  subagent is its own stream.
+  ``agent-<id>.meta.json`` beside the file names the type, else ``agent-<agentId>``; in the
+  ``--output-format stream-json`` output of ``claude -p`` (entries with ``session_id`` and
+  ``parent_tool_use_id``), a subagent's entry names the Task call that runs it:
+  ``task-<parent_tool_use_id>``. Each subagent is its own stream.
 * **Costs**: per step, the final ``usage`` of the message that made the call, on its first step
   (input counts cached and cache-creation tokens); ``costUSD`` where old transcripts have it.
 """
@@ -45,6 +49,7 @@ from antiloop.traces._base import (
     goal_text,
     integer,
     items,
+    missing_reason,
     nonempty,
     number,
     obj,
@@ -166,6 +171,7 @@ def read_claude_code(source: Source) -> Iterator[Run]:
     agent_type = _agent_type(source)
     steps: list[Step] = []
     costs: list[StepCost] = []
+    missing: list[int] = []
     seen: set[str] = set()
     said: dict[str, list[str]] = {}
     thought: dict[str, list[str]] = {}
@@ -199,14 +205,19 @@ def read_claude_code(source: Source) -> Iterator[Run]:
             spoken.add(message_id)
             words = said.get(message_id) or thought.get(message_id)
             result = results.get(use_id) if use_id is not None else None
+            if result is None:
+                missing.append(len(steps))
             output, error, exit_code = (
                 _result(name, result) if result is not None else (None, None, None)
             )
             agent_id = nonempty(entry.get("agentId"))
+            parent_call = nonempty(entry.get("parent_tool_use_id"))
             if entry.get("isSidechain") is True and agent_id:
                 agent = f"{agent_type}-{agent_id}" if agent_type else f"agent-{agent_id}"
                 if agent_id not in agent_ids:
                     agent_ids.append(agent_id)
+            elif parent_call is not None:  # stream-json: a subagent's call, under its Task call
+                agent = f"task-{parent_call}"
             else:
                 agent = MAIN_AGENT
             steps.append(
@@ -250,4 +261,6 @@ def read_claude_code(source: Source) -> Iterator[Run]:
         total_cost_usd=sum(spent) if spent else None,
         meta=meta,
         problems=tuple(problems),
+        missing_results=tuple(missing),
+        partial_reason=missing_reason(missing, "no tool_result answers the tool_use"),
     )

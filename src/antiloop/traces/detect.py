@@ -97,7 +97,7 @@ def sniff(source: Source) -> str | None:
             break
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         found = _sniff_line(value)
         if found:
@@ -117,6 +117,8 @@ def _why_not(source: Source) -> str:
         return f"it is a JSON array of {len(doc)} items, not of OpenHands events"
     if doc is not INVALID:
         return f"it is a bare JSON {type(doc).__name__}"
+    if source.too_deep:
+        return "its JSON is nested too deeply to read"
     return "it is neither JSON nor JSON lines of step events or transcript entries"
 
 

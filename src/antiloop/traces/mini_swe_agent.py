@@ -13,7 +13,9 @@ submission call has no tool message; the ``role: "exit"`` message that follows i
 Each step is tool ``bash`` with args ``{"command": ...}``. The result text
 ``<returncode>N</returncode><output>...</output>`` (or its ``<output_head>``/``<output_tail>`` form)
 gives ``exit_code`` and ``output``; an ``<exception>`` or a timeout notice gives ``error``. A
-result with none of these tags (the submitted diff) is the output as it stands. ``message`` is
+result with none of these tags (the submitted diff) is the output as it stands. A call with
+no result message after it (a run cut short) has no result: it is listed in
+``Run.missing_results``, not read as empty. ``message`` is
 the assistant's text (v1: without the bash block and a leading ``THOUGHT:``); ``goal`` is the task
 inside the first user message's ``<pr_description>``; ``cwd`` is ``info.config.environment.cwd``.
 """
@@ -35,6 +37,7 @@ from antiloop.traces._base import (
     integer,
     items,
     json_object,
+    missing_reason,
     nonempty,
     number,
     obj,
@@ -46,6 +49,8 @@ from antiloop.traces._base import (
 AGENT = "mini-swe-agent"
 BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 FORMAT_ERROR = "Please always provide EXACTLY ONE action"
+
+MISSING_WHY = "no message after the call holds its result"
 
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _EXCEPTION = re.compile(r"<exception>(.*?)</exception>", re.DOTALL)
@@ -179,6 +184,7 @@ def read_v1(source: Source) -> Iterator[Run]:
     messages = ctx.messages
     steps: list[Step] = []
     costs: list[StepCost] = []
+    missing: list[int] = []
     for i, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
@@ -190,9 +196,11 @@ def read_v1(source: Source) -> Iterator[Run]:
         result = _content(following) if following and following.get("role") != "assistant" else None
         if result is not None and result.lstrip().startswith(error_prefix):
             continue
+        if result is None:
+            missing.append(len(steps))
         steps.append(ctx.step(blocks[0].group(1), result, _thought(content, blocks[0])))
         costs.append(_turn_cost(message))
-    yield _run(source, doc, ctx, "mini-swe-agent-1", steps, costs, [])
+    yield _run(source, doc, ctx, "mini-swe-agent-1", steps, costs, [], missing)
 
 
 def read_v2(source: Source) -> Iterator[Run]:
@@ -208,6 +216,7 @@ def read_v2(source: Source) -> Iterator[Run]:
     steps: list[Step] = []
     costs: list[StepCost] = []
     problems: list[str] = []
+    missing: list[int] = []
     for i, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
@@ -226,6 +235,8 @@ def read_v2(source: Source) -> Iterator[Run]:
                 result = results[call_id]
             else:
                 result = _exit_result(messages, i)
+            if result is None:
+                missing.append(len(steps))
             step = ctx.step(command, result, thought if n == 0 else None)
             name = nonempty(function.get("name"))
             if name and name != "bash":
@@ -233,7 +244,7 @@ def read_v2(source: Source) -> Iterator[Run]:
                 step = replace(step, tool=name, args={"command": command, **extra})
             steps.append(step)
             costs.append(_turn_cost(message) if n == 0 else StepCost())
-    yield _run(source, doc, ctx, "mini-swe-agent-2", steps, costs, problems)
+    yield _run(source, doc, ctx, "mini-swe-agent-2", steps, costs, problems, missing)
 
 
 def _exit_result(messages: list[dict[str, Any]], index: int) -> str | None:
@@ -255,6 +266,7 @@ def _run(
     steps: list[Step],
     costs: list[StepCost],
     problems: list[str],
+    missing: list[int],
 ) -> Run:
     stats = obj(ctx.info.get("model_stats"))
     return Run(
@@ -266,4 +278,6 @@ def _run(
         total_cost_usd=number(stats.get("instance_cost")),
         meta={**_meta(doc, ctx.info), **({"cwd": ctx.cwd} if ctx.cwd else {})},
         problems=tuple(problems),
+        missing_results=tuple(missing),
+        partial_reason=missing_reason(missing, MISSING_WHY),
     )

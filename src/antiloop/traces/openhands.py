@@ -16,7 +16,9 @@ list order (``run``, ``read``, ``edit``, ``think``, ``finish``, ...).
   ``content``, ``exit_code`` is ``extras.metadata.exit_code`` (kept as recorded, -1 included); an
   ``observation: "error"`` event gives ``error`` instead of ``output``. Error observations caused by
   no action (a tool call OpenHands rejected before it became an action) are no step: they are
-  listed in ``meta["orphan_errors"]``.
+  listed in ``meta["orphan_errors"]``. An action with no such observation (other than a
+  ``finish``, which ends the run and has none) has no result: it is listed in
+  ``Run.missing_results``, not read as empty.
 * ``message`` is ``args.thought`` (else the model response's text, for the first action of that
   response; else the event message of a ``think``/``finish``). ``goal`` is the task of the record's
   ``instruction`` or of the first user message. ``agent`` is ``metadata.agent_class``, else the one
@@ -40,6 +42,7 @@ from antiloop.traces._base import (
     integer,
     items,
     json_object,
+    missing_reason,
     nonempty,
     number,
     obj,
@@ -49,6 +52,9 @@ from antiloop.traces._base import (
 
 SKIPPED_ACTIONS = frozenset({"system", "message", "recall", "change_agent_state", "null"})
 """Agent actions that are no tool call, hence no step."""
+
+NO_RESULT_ACTIONS = frozenset({"finish"})
+"""Actions that end the run: no observation answers them, by design."""
 
 BOOKKEEPING_ARGS = frozenset(
     {"thought", "impl_source", "translated_ipython_code", "confirmation_state", "security_risk"}
@@ -82,7 +88,7 @@ def _tool_call(metadata: dict[str, Any]) -> tuple[dict[str, Any] | None, str | N
 
 def _steps(
     events: list[dict[str, Any]], session: str, agent: str, goal: str | None
-) -> tuple[list[Step], list[StepCost], list[dict[str, Any]]]:
+) -> tuple[list[Step], list[StepCost], list[dict[str, Any]], list[int]]:
     observations: dict[int, dict[str, Any]] = {}
     orphans: list[dict[str, Any]] = []
     for event in events:
@@ -95,6 +101,7 @@ def _steps(
             orphans.append({"id": event.get("id"), "content": text(event.get("content"))})
     steps: list[Step] = []
     costs: list[StepCost] = []
+    missing: list[int] = []
     responses: set[str] = set()
     for event in events:
         action = text(event.get("action"))
@@ -122,6 +129,8 @@ def _steps(
         run_meta = obj(extras.get("metadata"))
         is_error = obs.get("observation") == "error"
         content = text(obs.get("content"))
+        if content is None and action not in NO_RESULT_ACTIONS:
+            missing.append(len(steps))
         steps.append(
             Step(
                 tool=tool,
@@ -137,7 +146,7 @@ def _steps(
             )
         )
         costs.append(usage_cost(response.get("usage")) if first_of_response else StepCost())
-    return steps, costs, orphans
+    return steps, costs, orphans, missing
 
 
 def _agent_class(events: list[dict[str, Any]]) -> str | None:
@@ -167,7 +176,7 @@ def _run_from_events(
     agent_class = nonempty(metadata.get("agent_class")) or _agent_class(events)
     agent = agent_class or "openhands"
     goal = goal_text(text(data.get("instruction")) or _first_user_text(events))
-    steps, costs, orphans = _steps(events, session, agent, goal)
+    steps, costs, orphans, missing = _steps(events, session, agent, goal)
     metrics = obj(data.get("metrics"))
     meta: dict[str, Any] = {
         "instance_id": instance,
@@ -188,6 +197,8 @@ def _run_from_events(
         total_cost_usd=number(metrics.get("accumulated_cost")),
         meta=meta,
         problems=() if steps else (_no_steps(events),),
+        missing_results=tuple(missing),
+        partial_reason=missing_reason(missing, "no observation caused by it holds a content text"),
     )
 
 

@@ -16,11 +16,16 @@ unknown tool, arguments that do not validate): it is no step, and is listed with
 * **Arguments**: the model's own arguments, ``tool_call.arguments`` decoded, without the SDK's
   ``security_risk`` and ``summary``; else the ``action`` without its ``kind``.
 * **Result**: the event answering the call: an ``ObservationEvent`` (by ``action_id``, else
-  ``tool_call_id``) gives ``output``, the text items of ``observation.content`` joined, or
-  ``error`` when ``observation.is_error``; ``exit_code`` is ``observation.exit_code`` (else
-  ``observation.metadata.exit_code``, kept as recorded, -1 included) and ``cwd`` is
-  ``observation.metadata.working_dir``. An ``AgentErrorEvent`` gives ``error``; a
-  ``UserRejectObservation`` gives ``error`` ``"Action rejected: <reason>"``.
+  ``tool_call_id``) gives ``output``, the observation's text: the text items of ``content``
+  joined (SDK 1.x), else its ``output`` string (the earlier ``ExecuteBashObservation``,
+  ``BrowserObservation`` and ``StrReplaceEditorObservation``); ``error`` is an ``error`` string,
+  else that text when ``is_error`` (or an earlier ``error: true``) says the call failed;
+  ``exit_code`` is ``observation.exit_code`` (else ``observation.metadata.exit_code``, kept as
+  recorded, -1 included) and ``cwd`` is ``observation.metadata.working_dir``. An
+  ``AgentErrorEvent`` gives ``error``; a ``UserRejectObservation`` gives ``error``
+  ``"Action rejected: <reason>"``. A call that no event answers, or whose observation holds no
+  text the reader knows (a finish or think observation is empty by design), has no result: it
+  is listed in ``Run.missing_results``, never read as an empty output.
 * ``message`` is the call's ``thought`` text (the SDK keeps it on the first call of a
   response), else a ``finish`` action's ``message``. ``goal`` is the eval record's
   ``instruction``, else the first user ``MessageEvent``. ``agent`` is ``"openhands"``.
@@ -43,6 +48,7 @@ from antiloop.traces._base import (
     integer,
     items,
     json_object,
+    missing_reason,
     nonempty,
     number,
     obj,
@@ -97,6 +103,8 @@ NOT_STEPS = frozenset(
     }
 )
 """Kinds that are no tool call of the agent (their absence of steps is expected)."""
+
+MISSING_WHY = "no observation answers the call, or it holds no text the reader knows"
 
 SDK_ARGS = frozenset({"security_risk", "summary"})
 """Keys the SDK asks the model for besides a tool's parameters."""
@@ -175,8 +183,32 @@ def _arguments(event: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k not in SDK_ARGS}
 
 
-def _result_fields(result: dict[str, Any]) -> dict[str, Any]:
-    """Step fields from the event that answers a call (empty when there is none)."""
+NO_TEXT_KINDS = ("Finish", "Think")
+"""Observation kinds (by name part) that carry no text by design: their result is empty."""
+
+
+def _observation_text(observation: dict[str, Any]) -> str | None:
+    """An observation's text, or None when it has none a reader knows.
+
+    The SDK has kept it in ``content`` (a list of text items, 1.x; a string in some tools) and,
+    before that, in ``output`` (``ExecuteBashObservation``, ``BrowserObservation``,
+    ``StrReplaceEditorObservation``), with an error text in ``error`` where the tool failed.
+    """
+    found = [
+        _texts(observation[key])
+        for key in ("content", "output")
+        if isinstance(observation.get(key), str | list)
+    ]
+    if found:
+        return "\n".join(t for t in found if t)
+    kind = text(observation.get("kind")) or ""
+    if any(part in kind for part in NO_TEXT_KINDS):
+        return ""
+    return None
+
+
+def _result_fields(result: dict[str, Any]) -> dict[str, Any] | None:
+    """Step fields from the event that answers a call, or None when no result is found."""
     kind = kind_of(result)
     if kind == "AgentErrorEvent":
         return {"error": text(result.get("error")) or "error"}
@@ -184,15 +216,23 @@ def _result_fields(result: dict[str, Any]) -> dict[str, Any]:
         reason = text(result.get("rejection_reason")) or "rejected"
         return {"error": f"Action rejected: {reason}"}
     if kind != "ObservationEvent":
-        return {}
+        return None
     observation = obj(result.get("observation"))
     metadata = obj(observation.get("metadata"))
-    content = _texts(observation.get("content"))
+    content = _observation_text(observation)
+    error_text = nonempty(observation.get("error"))
+    failed = observation.get("is_error") is True or observation.get("error") is True
+    if content is None and error_text is None:
+        return None
     exit_code = integer(observation.get("exit_code"))
     if exit_code is None:
         exit_code = integer(metadata.get("exit_code"))
     fields: dict[str, Any] = {"exit_code": exit_code, "cwd": nonempty(metadata.get("working_dir"))}
-    if observation.get("is_error") is True:
+    if error_text is not None:
+        fields["error"] = error_text
+        if content:
+            fields["output"] = content
+    elif failed:
         fields["error"] = content or "error"
     else:
         fields["output"] = content
@@ -254,11 +294,12 @@ def _steps(
     session: str,
     goal: str | None,
     usage: dict[str, StepCost],
-) -> tuple[list[Step], list[StepCost], list[dict[str, Any]]]:
+) -> tuple[list[Step], list[StepCost], list[dict[str, Any]], list[int]]:
     answered = _results(events)
     steps: list[Step] = []
     costs: list[StepCost] = []
     rejected: list[dict[str, Any]] = []
+    missing: list[int] = []
     responses: set[str] = set()
     for position, event in enumerate(events):
         if kind_of(event) != "ActionEvent":
@@ -267,9 +308,8 @@ def _steps(
         result = answered.get(position, {})
         action = event.get("action")
         if not isinstance(action, dict) or tool is None:
-            rejected.append(
-                {"tool": tool, "error": _result_fields(result).get("error"), "event": position}
-            )
+            error = (_result_fields(result) or {}).get("error")
+            rejected.append({"tool": tool, "error": error, "event": position})
             continue
         response_id = text(event.get("llm_response_id"))
         first_of_response = response_id is None or response_id not in responses
@@ -279,6 +319,9 @@ def _steps(
         if message is None and action.get("kind") == "FinishAction":
             message = nonempty(action.get("message"))
         fields = _result_fields(result)
+        if fields is None:
+            missing.append(len(steps))
+            fields = {}
         steps.append(
             Step(
                 tool=tool,
@@ -295,7 +338,7 @@ def _steps(
         )
         cost = usage.get(response_id or "") if first_of_response else None
         costs.append(cost or StepCost())
-    return steps, costs, rejected
+    return steps, costs, rejected, missing
 
 
 def _no_step_problems(events: list[dict[str, Any]], rejected: int) -> tuple[str, ...]:
@@ -329,7 +372,7 @@ def run_from_events(
     metrics = [obj(data.get("metrics"))] if data.get("metrics") else []
     if not metrics:
         metrics = [obj(m) for m in obj(obj(state.get("stats")).get("usage_to_metrics")).values()]
-    steps, costs, rejected = _steps(events, session, goal, _usage(metrics))
+    steps, costs, rejected, missing = _steps(events, session, goal, _usage(metrics))
     total = [number(m.get("accumulated_cost")) for m in metrics]
     known = [t for t in total if t is not None]
     agent_state = obj(state.get("agent"))
@@ -355,4 +398,6 @@ def run_from_events(
         total_cost_usd=sum(known) if known else None,
         meta=meta,
         problems=() if steps else _no_step_problems(events, len(rejected)),
+        missing_results=tuple(missing),
+        partial_reason=missing_reason(missing, MISSING_WHY),
     )

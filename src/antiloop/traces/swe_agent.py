@@ -11,11 +11,13 @@ Mapping (decided here, as the format stores only the action text):
   ``search_dir`` -> ``search_term``, ``dir``; ``edit N:M`` -> ``start_line``, ``end_line``,
   ``replacement_text``; ...), any other command ``{"arguments": [words...]}``, plus ``"input"``
   for the lines after the first.
-* **Result**: ``output`` is the observation. No exit code is stored. ``error`` is set only for the
-  tool's own refusals, recognised by their first line: an edit rejected for syntax errors
-  (``edit not applied: <the E-codes>``, the edit was not applied), ``Wrong flag!``, ``Usage: ...``,
-  ``Error: ...``, ``File ... not found``, ``No file open``. A traceback printed by a program the
-  agent ran is output, not error: without an exit code the reader cannot tell.
+* **Result**: ``output`` is the observation (an entry without an observation string has no
+  result: it is listed in ``Run.missing_results``, not read as empty). No exit code is stored.
+  ``error`` is set only for the tool's own refusals, recognised by their first line: an edit
+  rejected for syntax errors (``edit not applied: <the E-codes>``, the edit was not applied),
+  ``Wrong flag!``, ``Usage: ...``, ``Error: ...``, ``File ... not found``, ``No file open``. A
+  traceback printed by a program the agent ran is output, not error: without an exit code the
+  reader cannot tell.
 * ``paths``: the file open after the step (from ``state``) for the commands that act on the open
   file without naming it (``edit``, ``goto``, ``scroll_down``, ``scroll_up``, ``insert``,
   ``append``).
@@ -40,6 +42,7 @@ from antiloop.traces._base import (
     integer,
     items,
     json_object,
+    missing_reason,
     nonempty,
     number,
     obj,
@@ -242,6 +245,7 @@ def read_swe_agent(source: Source) -> Iterator[Run]:
     tool_calls = _ToolCalls(history)
     known = SWE_AGENT_COMMANDS | tool_calls.names
     steps: list[Step] = []
+    missing: list[int] = []
     for raw in trajectory:
         entry = obj(raw)
         action = text(entry.get("action")) or ""
@@ -253,6 +257,8 @@ def read_swe_agent(source: Source) -> Iterator[Run]:
         open_file = nonempty(state.get("open_file"))
         paths = (open_file,) if tool in _ON_OPEN_FILE and open_file and open_file != "n/a" else ()
         output = text(entry.get("observation"))
+        if output is None:
+            missing.append(len(steps))
         steps.append(
             Step(
                 tool=tool,
@@ -284,4 +290,6 @@ def read_swe_agent(source: Source) -> Iterator[Run]:
         costs=(),
         total_cost_usd=number(stats.get("instance_cost")),
         meta={k: v for k, v in meta.items() if v is not None},
+        missing_results=tuple(missing),
+        partial_reason=missing_reason(missing, "the entry has no observation text"),
     )

@@ -31,7 +31,7 @@ from antiloop.core import decide, fingerprint
 from antiloop.core.detectors import Detector
 from antiloop.core.extra.edits import edit_effect, whole_write, write_digests
 from antiloop.core.history import History, StepRecord
-from antiloop.core.result import Readings, SameResult
+from antiloop.core.result import Readings, SameResult, in_words
 from antiloop.core.verdict import Verdict
 
 __all__ = ["CosmeticRerun", "HiddenRepeat", "edit_effect"]
@@ -262,17 +262,17 @@ class HiddenRepeat(Detector):
         fp = fingerprint.build(
             history.agent, "hidden-repeat", chain.context, chain.label, chain.digest
         )
-        times = _times(chain.occurrences)
+        times, label = _times(chain.occurrences), in_words(chain.label, history.rules)
         return Verdict.stop(
             "hidden-repeat",
             outcome="loop",
-            reason=f"{op} {chain.context!r} ran {times} with the same result ({chain.label}); "
+            reason=f"{op} {chain.context!r} ran {times} with the same result ({label}); "
             f"the edits between changed nothing.",
             fingerprint=fp,
             hint=(
                 f"Your edits between the runs of {op} on {chain.context!r} changed nothing "
                 "(refused, failed, or the files are as they were), so it gave the same result "
-                f"({chain.label}) {times}. Read the edit's error, copy "
+                f"({label}) {times}. Read the edit's error, copy "
                 "the exact text, or change approach; running it again changes nothing."
             ),
             evidence=chain.evidence,
@@ -304,16 +304,16 @@ class CosmeticRerun(Detector):
         fp = fingerprint.build(
             history.agent, "cosmetic-rerun", chain.context, chain.label, chain.digest
         )
-        times = _times(chain.occurrences)
+        times, label = _times(chain.occurrences), in_words(chain.label, history.rules)
         return Verdict.ask(
             "cosmetic-rerun",
             outcome="loop",
-            reason=f"{chain.context!r} ran {times} with the same result ({chain.label}); the edits "
+            reason=f"{chain.context!r} ran {times} with the same result ({label}); the edits "
             "between only touched comments or white space.",
             fingerprint=fp,
             hint=(
                 f"The edits before this run of {chain.context!r} only changed comments or white "
-                f"space, so it gave the same result ({chain.label}). Make a change that can "
+                f"space, so it gave the same result ({label}). Make a change that can "
                 "matter, or stop re-running it."
             ),
             evidence=chain.evidence,

@@ -272,8 +272,8 @@ SCRUBBERS = (
         "process id",
         r"(?:(?<=[dsp\]+][ \t:=#]0)|(?<=[ds]: 0))0*+(?![0-9])",
         "<pid>",
-        before=r"(?:(?:^|[^\w])(?:p?pid|pgid|process(?: group)?(?: id)?)[ \t]*[:=#]?[ \t]*"
-        r"|(?:^|[^\w\[])\[0+\]\+? )$",
+        before=r"(?:(?:^|[^\w>])(?:p?pid|pgid|process(?: group)?(?: id)?)[ \t]*[:=#]?[ \t]*"
+        r"|(?:^|[^\w\[>])\[0+\]\+? )$",
     ),
     # the line counter of a shell's own messages: "/bin/bash: line 290:", "bash: -c: line 1:",
     # "sh: 1:" (dash), "zsh:3:", "ksh: line 2:" (a script's "./run.sh: line 3:" is no counter)
@@ -288,7 +288,7 @@ SCRUBBERS = (
     # /tmp/..., /var/tmp/..., /var/folders/... (macOS), /private/var/folders/..., /dev/shm/...
     Scrubber(
         "temporary path",
-        r"/(?<![\w.]/)(?:private/)?(?:tmp|var/tmp|var/folders|dev/shm)(?![\w.-])(?:/"
+        r"/(?<![\w.>]/)(?:private/)?(?:tmp|var/tmp|var/folders|dev/shm)(?![\w.-])(?:/"
         + _TMP_END
         + ")?",
         "<tmp>",
@@ -298,7 +298,7 @@ SCRUBBERS = (
     # C:\Users\me\AppData\Local\Temp\..., C:\Windows\Temp\...
     Scrubber(
         "windows temporary path",
-        r"\\(?<![\w.]\\)(?:[^\s\\]+\\)*?(?:appdata\\local\\temp|windows\\temp)(?![\w.-])"
+        r"\\(?<![\w.>]\\)(?:[^\s\\]+\\)*?(?:appdata\\local\\temp|windows\\temp)(?![\w.-])"
         r"(?:\\" + _TMP_END + ")?",
         "<tmp>",
         view=True,
