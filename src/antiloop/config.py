@@ -14,7 +14,7 @@ from typing import Any
 
 from antiloop.core.errors import ConfigError
 from antiloop.core.rules.ruleset import BUILTIN, Rules, load_rules
-from antiloop.core.suggest import unknown
+from antiloop.core.text.suggest import unknown
 
 TASK_BUDGETS = {"simple": 25, "research": 100, "coding": 250}
 DEFAULT_BUDGET = 100

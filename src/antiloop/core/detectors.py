@@ -16,8 +16,8 @@ from typing import Any
 
 from antiloop.core import fingerprint, semantic
 from antiloop.core.history import History, MessageRecord
-from antiloop.core.result import in_words
 from antiloop.core.semantic import Embedder
+from antiloop.core.text.engine import in_words
 from antiloop.core.verdict import Action, Verdict, worst
 
 DetectorFn = Callable[[History], Verdict | None]

@@ -198,28 +198,6 @@ def scrub(text: str, rules: Rules = BUILTIN) -> str:
     return "".join(pieces) if changed else text
 
 
-def in_words(text: str, rules: Rules = BUILTIN) -> str:
-    """A scrubbed text as people and models read it: each placeholder's ``<...>`` as ``…``.
-
-    Reasons and hints show a result's label or error line; the fingerprint keeps the
-    placeholders (the same on every machine), the words keep none (a config's too).
-
-    Example:
-        >>> in_words(scrub("took 0.52s at 0x7f3a9c2e1b40")), in_words("in /x <tm…")
-        ('took … at 0x…', 'in /x …')
-    """
-    if "<" not in text:
-        return text
-    for row in rules.scrubbers:
-        token = row.placeholder
-        if token in text:
-            text = text.replace(token, re.sub(r"<[^<>]*>", "…", token))
-    cut = text.rfind("<")
-    if text.endswith("…") and cut >= 0 and ">" not in text[cut:]:  # a label cut in one
-        text = text[:cut] + "…"
-    return text
-
-
 def _error_line(
     texts: Iterable[str], views: Iterable[bytes | None] = (), rules: Rules = BUILTIN
 ) -> str | None:

@@ -193,7 +193,7 @@ def _hook_table(hooks: object, source: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in hooks.items():
         if key not in _HOOK_KEYS:
-            from antiloop.core.suggest import unknown
+            from antiloop.core.text.suggest import unknown
 
             raise ConfigError(f"{source} [hooks]: {unknown('key', key, _HOOK_KEYS)}")
         if key == "approval" and value not in ("policy", "off"):

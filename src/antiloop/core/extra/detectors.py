@@ -31,7 +31,8 @@ from antiloop.core import decide, fingerprint
 from antiloop.core.detectors import Detector
 from antiloop.core.extra.edits import edit_effect, whole_write, write_digests
 from antiloop.core.history import History, StepRecord
-from antiloop.core.result import Readings, SameResult, in_words
+from antiloop.core.result import Readings, SameResult
+from antiloop.core.text.engine import in_words
 from antiloop.core.verdict import Verdict
 
 __all__ = ["CosmeticRerun", "HiddenRepeat", "edit_effect"]

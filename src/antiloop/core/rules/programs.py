@@ -275,7 +275,7 @@ def rows_of_table(table: Mapping[str, Any], source: str = "config") -> dict[str,
     Raises:
         ConfigError: an unknown key or a value of the wrong kind, named in one line.
     """
-    from antiloop.core.suggest import unknown
+    from antiloop.core.text.suggest import unknown
 
     if not isinstance(table, Mapping):
         raise ConfigError(f"{source}: [canonical] must be a table, not {table!r}")
@@ -290,7 +290,7 @@ def rows_of_table(table: Mapping[str, Any], source: str = "config") -> dict[str,
 
 
 def _row(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
-    from antiloop.core.suggest import unknown
+    from antiloop.core.text.suggest import unknown
 
     known = {f.name: f for f in fields(cls)}
     values: dict[str, Any] = {}

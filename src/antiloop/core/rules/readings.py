@@ -36,7 +36,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from antiloop.core.errors import ConfigError
-from antiloop.core.suggest import unknown
+from antiloop.core.text.suggest import unknown
 
 __all__ = [
     "ERROR_RULES",

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from antiloop.core.rules.readings import Block, NoError, Pattern, Scrubber, Summary, Word
 from antiloop.core.rules.ruleset import Rules
 
-__all__ = ["Engine", "engine_for"]
+__all__ = ["Engine", "engine_for", "in_words"]
 
 ERROR_HEAD_CAP = 512 * 1024
 """How much of a text's start is searched for its first error line."""
@@ -361,3 +361,26 @@ def engine_for(rules: Rules) -> Engine:
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread
                 del _engines[next(iter(_engines))]
     return engine
+
+
+def in_words(text: str, rules: Rules) -> str:
+    """A scrubbed text as people and models read it: each placeholder's ``<...>`` as ``…``.
+
+    Reasons and hints show a result's label or error line; the fingerprint keeps the
+    placeholders (the same on every machine), the words keep none (a config's too).
+
+    Example:
+        >>> from antiloop.core.rules.ruleset import BUILTIN
+        >>> in_words("took <dur> at 0x<hex>", BUILTIN), in_words("in /x <tm…", BUILTIN)
+        ('took … at 0x…', 'in /x …')
+    """
+    if "<" not in text:
+        return text
+    for row in rules.scrubbers:
+        token = row.placeholder
+        if token in text:
+            text = text.replace(token, re.sub(r"<[^<>]*>", "…", token))
+    cut = text.rfind("<")
+    if text.endswith("…") and cut >= 0 and ">" not in text[cut:]:  # a label cut in one
+        text = text[:cut] + "…"
+    return text
