@@ -1,4 +1,4 @@
-"""Behaviours of the pure core that the mutation run found untested (issue 16)."""
+"""The decision core at its edges: the policy a config describes, windows, streaks, refusals."""
 
 from __future__ import annotations
 
