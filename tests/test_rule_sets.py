@@ -96,3 +96,17 @@ def test_reading_a_config_file_changes_no_other_guard(config_file: Path) -> None
     assert load_config(config_file).rules is not GuardConfig().rules
     assert _pack(plain, "s") == [Action.CONTINUE, Action.CONTINUE]
     assert _ward_op(plain, "w") == "bash"
+
+
+def test_antiloop_serve_reads_the_rows_of_its_config(config_file: Path) -> None:
+    """``antiloop serve --config`` holds one guard a process: it judges by the file's rows."""
+    from antiloop.commands.serve import load
+
+    config, _policy, _budgets = load(str(config_file))
+    assert isinstance(config, GuardConfig)
+    served = Guard(config=config)
+    assert _pack(served, "s") == [Action.CONTINUE, Action.STOP]
+    assert _pack(Guard(config=GuardConfig(embedder="ngram")), "s") == [
+        Action.CONTINUE,
+        Action.CONTINUE,
+    ]
