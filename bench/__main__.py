@@ -27,8 +27,10 @@ SUITES = {
     "telemetry": "bench.telemetry",
     "json": "bench.json_lib",
     "capacity": "bench.capacity",
+    "service": "bench.service",
     "compiled": "bench.compiled",
     "second_family": "bench.second_family",
+    "redaction": "bench.redaction",
 }
 
 

@@ -116,13 +116,13 @@ def _drive(pool: Any, ports: list[int], batch: int, requests: int, offset: int) 
 class Redis:
     """A redis-server of the bench's own on a free port (no persistence: memory is measured)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, port: int | None = None) -> None:
         import redis
 
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed")
-        self.port = _free_port()
+        self.port = port or int(os.environ.get("BENCH_REDIS_PORT", 0)) or _free_port()
         self.process = subprocess.Popen(
             [
                 *(binary, "--port", str(self.port), "--bind", "127.0.0.1"),

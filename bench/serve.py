@@ -195,24 +195,6 @@ def _measure(
     }
 
 
-def _cleanup_redis(prefix: str) -> None:
-    import redis
-
-    client = redis.Redis(host="127.0.0.1", port=6379)
-    keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-    for i in range(0, len(keys), 500):
-        client.delete(*keys[i : i + 500])
-    client.close()
-
-
-def _redis_up() -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
 def _load_rows(port: int, single_n: int, batch_n: int) -> dict[str, dict[str, float]]:
     _measure(port, 1, 200, 4, 10_000_000)  # warm-up
     return {
@@ -242,10 +224,10 @@ def run(quick: bool = False) -> str:
         sqlite = f"sqlite:///{Path(tmp) / 'bench.db'}"
         stores: list[tuple[str, str | None]] = [("floor", None), ("sqlite", sqlite)]
         prefix = f"antiloop-bench-{uuid.uuid4().hex[:8]}"
-        if _redis_up():
-            stores.append(("redis", f"redis://127.0.0.1:6379/0?prefix={prefix}"))
-        else:
-            notes.append("Redis was not reachable on 127.0.0.1:6379: its rows are missing.")
+        from bench.capacity import Redis  # a redis-server of the bench's own: no shared load
+
+        own = Redis(Path(tmp))
+        stores.append(("redis", f"redis://127.0.0.1:{own.port}/0?prefix={prefix}"))
         floor: dict[str, dict[str, float]] = {}
         for name, url in stores:
             process, port = _start(url)
@@ -254,8 +236,6 @@ def run(quick: bool = False) -> str:
             finally:
                 process.terminate()
                 process.wait(timeout=10)
-                if name == "redis":
-                    _cleanup_redis(prefix)
             floor = floor or measured
             for kind, m in measured.items():
                 if kind == "GET /healthz" and name not in ("floor", "sqlite"):
@@ -266,6 +246,7 @@ def run(quick: bool = False) -> str:
                     f"{m['requests_per_s']:,.0f} | {m['p50']:.1f} | {m['p99']:.1f} | "
                     f"{ratio:.2f}x | {_met(kind, m) if name != 'floor' else '-'} |"
                 )
+        own.stop()
         up, up_floor = _startup(sqlite, 3 if quick else 7)
     lines = [
         "## serve: POST /v1/steps under load",

@@ -233,6 +233,40 @@ def test_content_only_with_the_opt_in_and_redacted(
     assert SECRET not in repr(span)
 
 
+def test_hostile_steps_are_exported_valid_and_redacted(
+    tmp_path: Path, collector: Collector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lone surrogates (in Steps given whole, names too) and every secret of the corpus:
+    each step is one span, with U+FFFD for the broken text and no secret, content captured."""
+    from tests.secrets_corpus import BROKEN_TEXT, SECRETS, leaks
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    guard = Guard.from_config(_config(tmp_path, collector))
+    steps: list[Step | dict[str, Any]] = [
+        Step(
+            tool=f"Grep{text}",
+            args={"pattern": text},
+            output=f"a.py:1: {text}",
+            session=f"s{text}",
+            agent=f"coder{text}",
+            id=f"broken-{i}",
+        )
+        for i, text in enumerate(BROKEN_TEXT)
+    ]
+    steps += [
+        {"tool": "Bash", "args": {"command": case.text}, "output": case.text, "session": f"c{i}"}
+        for i, case in enumerate(SECRETS)
+    ]
+    for step in steps:
+        guard.record(step)
+    assert _telemetry(guard).flush()
+    spans = collector.wait(len(steps))
+    assert len(spans) == len(steps)
+    shown = repr(spans)
+    assert "\ufffd" in shown
+    assert leaks(shown) == []
+
+
 def test_the_config_turns_content_capture_off_over_the_environment(
     tmp_path: Path, collector: Collector, monkeypatch: pytest.MonkeyPatch
 ) -> None:

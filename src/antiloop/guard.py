@@ -25,7 +25,8 @@ from antiloop.core import decide
 from antiloop.core.detectors import Detector, DetectorFn
 from antiloop.core.errors import ApprovalDenied, StoreError
 from antiloop.core.history import SessionState
-from antiloop.core.step import Step, step_from_dict
+from antiloop.core.redact import redact_name
+from antiloop.core.step import Step, step_from_dict, valid_step, valid_unicode
 from antiloop.core.verdict import Action, Verdict
 from antiloop.defaults import LazyEmbedder, default_detector, policy_of, telemetry_listener
 from antiloop.listener import Listener as Listener
@@ -282,7 +283,10 @@ class Guard:
     ) -> Call:
         from antiloop.approval.ruling import Call
 
-        return Call(tool, dict(args or {}), self._session_id(session), agent, tuple(paths), cwd)
+        sid = self._session_id(session)
+        tool, args, sid, agent, paths, cwd = valid_unicode((tool, args, sid, agent, paths, cwd))
+        tool, sid, agent = redact_name(tool), redact_name(sid), redact_name(agent)
+        return Call(tool, dict(args or {}), sid, agent, tuple(paths), cwd)
 
     def apply(self, ruling: Ruling) -> Gate:
         """Do what the approvals ruled to the session (end it, reset it, set its limits)."""
@@ -308,6 +312,8 @@ class Guard:
         cwd: str | None = None,
     ) -> Verdict:
         sid = self._session_id(session)
+        tool, args, sid, agent, paths, cwd = valid_unicode((tool, args, sid, agent, paths, cwd))
+        tool, sid, agent = redact_name(tool), redact_name(sid), redact_name(agent)
         if self.fleet is not None:  # a kill of the fleet, this agent or this procedure
             killed = self.fleet.killed(sid, agent, tool, args or {}, paths, cwd)
             if killed is not None:
@@ -337,8 +343,7 @@ class Guard:
 
     def _recorded(self, step: Step | Mapping[str, Any]) -> tuple[Step, Verdict]:
         """The step, and the verdict the store's transaction gave it (before any person)."""
-        if not isinstance(step, Step):
-            step = step_from_dict(dict(step))
+        step = step_from_dict(dict(step)) if not isinstance(step, Step) else valid_step(step)
         fleet = self.fleet
         killed = fleet.before(step) if fleet is not None else None
         if fleet is not None and killed is not None:  # the kill switch: the session ends

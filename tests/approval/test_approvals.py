@@ -60,6 +60,27 @@ def test_edited_arguments_are_the_ones_to_run(guard_with, store):
     assert gate.request.status is ApprovalStatus.EDITED
 
 
+def test_edited_arguments_run_as_given_and_are_stored_redacted(guard_with, store):
+    """The call runs with the person's arguments; the store keeps them redacted (numbers too
+    under a secret-looking key are kept: an edited limit is no secret)."""
+    token = "ghp_" + "x9Y8" * 9
+    edited = {
+        "command": f"git push https://{token}@github.com/o/r",
+        "password": "hunter2x",
+        "session_hard_tokens": 5000,
+    }
+    channel = CallbackChannel(lambda r: Answer.edit("bob", edited))
+    gate = guard_with(Approvals(store, channels=[channel])).gate("Bash", RM, session="s")
+    assert gate.args == edited
+    assert gate.request is not None
+    stored = store.get_approval(gate.request.id)
+    assert stored.edited_args == {
+        "command": "git push https://[REDACTED]@github.com/o/r",
+        "password": "[REDACTED]",
+        "session_hard_tokens": 5000,
+    }
+
+
 def test_policy_deny_blocks_without_asking(guard_with, store):
     """A deny rule blocks the call at once."""
     policy = ApprovalPolicy.from_mapping({"rules": [{"command": "rm -rf", "decision": "deny"}]})

@@ -174,7 +174,7 @@ def test_codex_events() -> None:
         (b"   \n", "empty"),
         (b"{not json", "not valid JSON"),
         (b"[1, 2]", "not an object"),
-        (b"\xff\xfe", "not UTF-8"),
+        (b"\xff\xfe", "not valid JSON"),
     ],
 )
 def test_unreadable_input_is_named(data: bytes, problem: str) -> None:

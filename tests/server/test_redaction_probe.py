@@ -12,7 +12,7 @@ Every probe's secret part holds ``Pr0be`` (any case), and nothing else does, so 
 finds any secret, whole or cut.
 """
 
-# ruff: noqa: S105, S310  (fake secrets; plain HTTP to the loopback service)
+# ruff: noqa: S310  (fake secrets; plain HTTP to the loopback service)
 
 from __future__ import annotations
 
@@ -30,66 +30,30 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests.secrets_corpus import BROKEN_BYTES, BROKEN_TEXT, SECRETS
 from tests.server.conftest import TOKEN, Server, start_server, stop_server
 
 pytestmark = pytest.mark.slow
 
-AWS_SECRET = "Pr0beSecretKey/AbCdEfGh1234567890+ZyXwVu"
-PROBES = {
-    "aws access key id": "AKIAPR0BE7Q3KEY12345",
-    "aws secret access key": AWS_SECRET,
-    "openai": "sk-proj-Pr0beOpenAi" + "x1Y2" * 6,
-    "anthropic": "sk-ant-api03-Pr0beAnthropic" + "_aB3" * 5,
-    "github": "ghp_Pr0beGithub" + "a1B2" * 6,
-    "github fine-grained": "github_pat_Pr0beGhPat_" + "c3D4" * 8,
-    "gitlab": "glpat-Pr0beGitlab" + "e5F6" * 4,
-    "slack bot": "xoxb-Pr0beSlackB-1234567890",
-    "slack user": "xoxp-Pr0beSlackP-1234567890",
-    "slack app-level": "xoxa-Pr0beSlackA-1234567890",
-    "slack refresh": "xoxr-Pr0beSlackR-1234567890",
-    "slack session": "xoxs-Pr0beSlackS-1234567890",
-    "slack app": "xapp-1-Pr0beSlackApp-123456",
-    "slack webhook": "https://hooks.slack.com/services/T00000001/B00000002/Pr0beSlackHook123456",
-    "stripe secret": "sk_live_Pr0beStripe1234",
-    "stripe restricted": "rk_live_Pr0beStripeR1234",
-    "stripe publishable": "pk_live_Pr0beStripeP1234",
-    "stripe webhook": "whsec_Pr0beStripeWebhook12345",
-    "google": "AIzaPr0beGoogle" + "g7H8" * 6,
-    "npm": "npm_Pr0beNpm" + "1a2b" * 7,
-    "hugging face": "hf_Pr0beHuggingFace" + "Zz9" * 5,
-    "pypi": "pypi-AgEPr0bePypi" + "Ab1-" * 10,
-    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJQcjBiZUp3dCI6MX0.Pr0beJwtSignature_abc123",
-    "url password": "https://probeuser:Pr0beUrlPass@db.example/x",
-    "bearer": "Authorization: Bearer Pr0beBearerToken123",
-    "pem": "-----BEGIN PRIVATE KEY-----\nPr0bePemBody0123456789\n-----END PRIVATE KEY-----",
-    "mysql": "mysql -uroot -pPr0beMysqlPw",
-    "password=": "DB_PASSWORD=Pr0beKvPass",
-    "flag": "--api-key Pr0beFlagKey1",
-    "high entropy under a key": "session_key = Pr0beH1ghEntr0pyV4lue9",
+# Every fake secret of the corpus, and names that hold one (a session, an agent, a tool).
+NAME_SECRETS = {
+    "session name": "ghp_" + "Nm3s" * 9,
+    "agent name": "sk_live_" + "Ag3nt7" * 4,
+    "tool name": "xoxb-" + "7" * 12 + "-" + "T00lN4me" * 3,
 }
-NEEDLE = b"pr0be"
+PROBES = {case.kind: case.text for case in SECRETS}
+PIECES = [
+    (kind, secret[i : i + 12])
+    for kind, secret in [(c.kind, c.secret) for c in SECRETS] + list(NAME_SECRETS.items())
+    for i in range(0, max(len(secret) - 11, 1), 4)
+]
 
 
 def _leaks(data: bytes | str) -> list[str]:
-    """The probe kinds whose secret shows in ``data`` (any case); [] when none does."""
-    raw = data.encode() if isinstance(data, str) else data
-    low = raw.lower()
-    if NEEDLE not in low:
-        return []
-    found = []
-    for kind, probe in PROBES.items():
-        secret = probe.lower().encode()
-        part = secret[secret.index(NEEDLE) :][:12]
-        if part in low:
-            found.append(kind)
-    return found or [f"a cut probe near {low[low.index(NEEDLE) - 40 : low.index(NEEDLE) + 20]!r}"]
-
-
-def test_the_probes_are_what_they_claim():
-    """Each probe holds the needle once, in its secret part; the AWS secret is 40 characters."""
-    assert len(AWS_SECRET) == 40
-    for probe in PROBES.values():
-        assert probe.lower().count("pr0be") == 1
+    """The kinds of which ``data`` holds a piece of the secret (15 characters or more, any
+    case: fingerprints lower-case the tool)."""
+    raw = (data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")).lower()
+    return sorted({kind for kind, piece in PIECES if piece.lower().encode() in raw})
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +120,12 @@ class Events:
         self.thread.join(timeout=30)
 
 
+def _session(kind: str) -> str:
+    return "probe-" + "".join(c if c.isalnum() else "-" for c in kind)
+
+
 def _steps(kind: str, probe: str) -> list[dict[str, object]]:
-    session = "probe-" + kind.replace(" ", "-")
+    session = _session(kind)
     step = {
         "session": session,
         "tool": "Bash",
@@ -182,15 +150,36 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
             status, body = server.call("POST", "/v1/steps", {"steps": _steps(kind, probe)})
             assert status == 200
             verdicts.extend(body["verdicts"])
+        named = {
+            "session": "deploy-" + NAME_SECRETS["session name"],
+            "agent": "bot-" + NAME_SECRETS["agent name"],
+            "tool": "run-" + NAME_SECRETS["tool name"],
+            "args": {"x": 1},
+            "output": "same",
+        }
+        status, body = server.call("POST", "/v1/steps", {"steps": [named] * 3})
+        assert status == 200
+        verdicts.extend(body["verdicts"])
+        named_sid = body["verdicts"][0]["session"]
+        assert named_sid.startswith("deploy-[REDACTED]#")
         assert {v["detector"] for v in verdicts} >= {"repeat"}
         stops = [v for v in verdicts if v["detector"] == "repeat"]
-        assert len(stops) == len(PROBES)
-        assert all("[REDACTED]" in v["fingerprint"] for v in stops), stops
+        assert len(stops) == len(PROBES) + 1
+        assert [
+            v["fingerprint"] for v in stops if "[redacted]" not in v["fingerprint"].lower()
+        ] == []
         sinks["verdicts (fingerprints, reasons, hints)"] = json.dumps(verdicts)
 
         call = {"command": "rm -rf /data", **{f"p{i}": p for i, p in enumerate(PROBES.values())}}
         status, gate = server.call(
-            "POST", "/v1/check", {"tool": "Bash", "args": call, "session": "probe-approval"}
+            "POST",
+            "/v1/check",
+            {
+                "tool": "Bash",
+                "args": call,
+                "session": "probe-approval",
+                "agent": "bot-" + NAME_SECRETS["agent name"],
+            },
         )
         assert (status, gate["action"]) == (200, "ask")
         assert gate["args"] == call  # the caller gets its own call back, to run it
@@ -199,32 +188,42 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
         assert b"rm -rf /data" in webhook
         sinks["webhook body"] = webhook
         rid = gate["approval"]["id"]
-        comment = "denied: " + PROBES["github"]
+        comment = "denied: " + PROBES["GitHub token ghp_"]
         status, decided = server.call(
             "POST", f"/v1/approvals/{rid}", {"decision": "deny", "comment": comment}
         )
         assert (status, decided["status"]) == (200, "denied")
         sinks["decision"] = json.dumps(decided)
-        for probe in (PROBES["slack bot"], "probe-done"):
-            status, _ = server.call("POST", "/v1/sessions/probe-jwt/feedback", {"text": probe})
+        jwt = _session("JSON web token")
+        for probe in (PROBES["Slack bot token"], "probe-done"):
+            status, _ = server.call("POST", f"/v1/sessions/{jwt}/feedback", {"text": probe})
             assert status == 200
         sinks["live events (SSE)"] = events.wait_for(b"probe-done")
         assert b"event: approval" in sinks["live events (SSE)"]
         assert b"event: verdict" in sinks["live events (SSE)"]
         events.close()
 
-        _, step = server.call("POST", "/v1/steps", _steps("jwt", PROBES["jwt"])[0])
-        assert step["hint"].startswith("A person says: [REDACTED]")
+        _, step = server.call(
+            "POST", "/v1/steps", _steps("JSON web token", PROBES["JSON web token"])[0]
+        )
+        assert step["hint"].startswith("A person says: slack [REDACTED]")
         sinks["feedback hint"] = json.dumps(step)
         with urllib.request.urlopen(server.url + "/", timeout=30) as page:
             sinks["dashboard page"] = page.read()
         assert b"antiloop" in sinks["dashboard page"]
         sinks["/v1/sessions"] = json.dumps(server.call("GET", "/v1/sessions")[1])
-        for kind in PROBES:
-            sid = "probe-" + kind.replace(" ", "-")
-            status, body = server.call("GET", f"/v1/sessions/{urllib.parse.quote(sid)}")
+        for sid in [*map(_session, PROBES), named_sid]:
+            quoted = urllib.parse.quote(sid, safe="")
+            status, body = server.call("GET", f"/v1/sessions/{quoted}")
             assert status == 200, (sid, body)
             sinks[f"/v1/sessions/{sid}"] = json.dumps(body)
+            status, body = server.call("GET", f"/v1/timeline/{quoted}")
+            assert status == 200, (sid, body)
+            sinks[f"/v1/timeline/{sid}"] = json.dumps(body)
+        raw_name = urllib.parse.quote("deploy-" + NAME_SECRETS["session name"], safe="")
+        status, body = server.call("GET", f"/v1/sessions/{raw_name}")  # as the agent calls it
+        assert status == 200, body
+        sinks["/v1/sessions/<the raw name>"] = json.dumps(body)
         sinks["/v1/approvals"] = json.dumps(server.call("GET", "/v1/approvals")[1])
         sinks[f"/v1/approvals/{rid}"] = json.dumps(server.call("GET", f"/v1/approvals/{rid}")[1])
     finally:
@@ -238,7 +237,13 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
     assert b"rm -rf /data" in b"".join(file.read_bytes() for file in files)
 
     url = f"sqlite:///{store}"
-    for argv in (["log"], ["log", "probe-github"], ["log", "--jsonl"]):
+    named_raw = "deploy-" + NAME_SECRETS["session name"]  # as the agent has it
+    for argv in (
+        ["log"],
+        ["log", _session("GitHub token ghp_")],
+        ["log", named_raw],
+        ["log", "--jsonl"],
+    ):
         run = subprocess.run(
             [sys.executable, "-m", "antiloop", *argv, "--store", url],
             capture_output=True,
@@ -252,3 +257,105 @@ def test_no_sink_holds_a_probe(tmp_path: Path, receiver: tuple[str, queue.Queue[
 
     leaks = {name: found for name, data in sinks.items() if (found := _leaks(data))}
     assert leaks == {}
+
+
+def test_text_that_is_not_unicode_never_breaks_a_path(
+    tmp_path: Path, receiver: tuple[str, queue.Queue[bytes]]
+):
+    """Lone surrogates (valid JSON) and bytes that are not UTF-8, in steps, calls, names and
+    feedback: every answer is 200, the live events go on, and every sink reads as UTF-8 with
+    U+FFFD where the broken text was."""
+    url, got = receiver
+    server = start_server(tmp_path, "--webhook", url)
+    sinks: dict[str, bytes] = {}
+    try:
+        events = Events(server)
+        sids = set()
+        for i, text in enumerate(BROKEN_TEXT):
+            step = {
+                "session": f"broken-{i}-{text}",
+                "agent": f"a{text}",
+                "tool": f"Bash{text}",
+                "args": {"command": f"cat {text}", text: [text]},
+                "output": f"out {text}",
+                "error": f"err {text}",
+                "message": text,
+                "goal": text,
+            }
+            status, body = server.call("POST", "/v1/steps", {"steps": [step] * 3})
+            assert status == 200, body
+            assert [v["action"] for v in body["verdicts"]][:2] == ["continue", "stop"]
+            sids.add(body["verdicts"][0]["session"])
+            status, body = server.call("POST", "/v1/steps", step)  # one step, not a batch
+            assert status == 200, body
+            status, gate = server.call(
+                "POST",
+                "/v1/check",
+                {
+                    "tool": "Bash",
+                    "args": {"command": f"rm -rf /{text}"},
+                    "session": step["session"],
+                },
+            )
+            assert status == 200, gate
+            status, _ = server.call(
+                "POST", f"/v1/sessions/broken-{i}/feedback", {"text": f"say {text}"}
+            )
+            assert status == 200
+        for i, data in enumerate(BROKEN_BYTES):
+            raw = (
+                b'{"steps": [{"session": "bytes-%d", "tool": "Bash", "args": {"command": "cat %s"},'
+                b' "output": "%s"}]}' % (i, data, data)
+            )
+            status, body = server.call("POST", "/v1/steps", raw=raw)
+            assert status == 200, body
+            assert body["verdicts"][0]["action"] == "continue"
+            sids.add(body["verdicts"][0]["session"])
+            status, gate = server.call(
+                "POST",
+                "/v1/check",
+                raw=b'{"tool": "Bash", "args": {"command": "rm -rf /%s"}}' % data,
+            )
+            assert status == 200, gate
+        status, _ = server.call(
+            "POST", "/v1/sessions/broken-done/feedback", {"text": "\udc80 done"}
+        )
+        assert status == 200
+        status, _ = server.call("POST", "/v1/steps", {"session": "broken-done", "tool": "Read"})
+        assert status == 200
+        sinks["live events (SSE)"] = events.wait_for(b"broken-done")
+        events.close()
+        sinks["webhook bodies"] = b"".join(got.get(timeout=30) for _ in range(2))
+        for sid in sorted(sids):
+            quoted = urllib.parse.quote(sid, safe="")
+            for path in (f"/v1/sessions/{quoted}", f"/v1/timeline/{quoted}"):
+                status, body = server.call("GET", path)
+                assert status == 200, (path, body)
+                sinks[path] = json.dumps(body, ensure_ascii=False).encode()
+        for path in ("/v1/sessions", "/v1/approvals"):
+            status, body = server.call("GET", path)
+            assert status == 200, (path, body)
+            sinks[path] = json.dumps(body, ensure_ascii=False).encode()
+        with urllib.request.urlopen(server.url + "/", timeout=30) as page:
+            assert page.status == 200
+    finally:
+        stop_server(server)
+
+    (store,) = tmp_path.glob("antiloop-*.db")
+    for argv in (["log"], ["log", "broken-done"], ["log", "--jsonl"]):
+        run = subprocess.run(
+            [sys.executable, "-m", "antiloop", *argv, "--store", f"sqlite:///{store}"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert run.returncode == 0, run.stderr
+        sinks["antiloop " + " ".join(argv)] = run.stdout + run.stderr
+    records = [json.loads(line) for line in sinks["antiloop log --jsonl"].splitlines()]
+    assert records[-1]["session"] == "broken-done"  # nothing after a broken record is lost
+    assert len(records) >= 4 * len(BROKEN_TEXT) + len(BROKEN_BYTES) + 1
+    for name, data in sinks.items():
+        data.decode("utf-8")  # strict: no surrogate written as bytes, no bad byte passed on
+        assert b"\\ud" not in data.lower(), name
+    assert "\ufffd".encode() in sinks["antiloop log --jsonl"]
+    assert "\ufffd".encode() in sinks["live events (SSE)"]

@@ -47,6 +47,10 @@ FINAL = frozenset(
 _YES = frozenset({ApprovalStatus.APPROVED, ApprovalStatus.EDITED})
 
 
+_EDITED_KEPT = 1024
+"""The most edited arguments kept in memory for calls still to run."""
+
+
 class Approvals:
     """Asks people before risky calls and brings their stops and feedback to the agent.
 
@@ -87,6 +91,9 @@ class Approvals:
         self.poll = poll
         self.wait_for_answer = wait
         self._allowance: dict[str, tuple[int, str]] = {}
+        # the arguments a person edited, as given: the store keeps them redacted, and the call
+        # runs with these (a request decided in another process runs with the stored ones)
+        self._edited: dict[str, dict[str, Any]] = {}
         self._wakeup = Wakeup()
         self.listeners: list[Callable[[str, ApprovalRequest], None]] = []
 
@@ -141,7 +148,7 @@ class Approvals:
                 )
                 verdict = verdict_of(request)
                 if request.status is ApprovalStatus.EDITED and request.edited_args is not None:
-                    args = dict(request.edited_args)
+                    args = dict(self._edited.pop(request.id, request.edited_args))
         return Ruling(session, self.with_feedback(session, verdict), args, request)
 
     def enforce(self, gate: Gate | Ruling, session: str = "default") -> Mapping[str, Any]:
@@ -321,6 +328,10 @@ class Approvals:
                 self._notify("vote", current)
                 return current
             answer = replace(answer, by=", ".join(sorted(votes)))
+        if answer.edited_args is not None:
+            while len(self._edited) >= _EDITED_KEPT:
+                del self._edited[next(iter(self._edited))]
+            self._edited[id] = dict(answer.edited_args)
         decided = self.ledger.decide_approval(
             id,
             answer.status,

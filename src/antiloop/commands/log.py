@@ -90,6 +90,10 @@ def run(ns: argparse.Namespace) -> int:
         if session is None and ns.target == "prune":
             return prune(store, out, ns.older_than, ns.config)
         session = session or ns.target
+        if session is not None:  # a name that holds a secret is kept redacted (core.redact)
+            from antiloop.core.redact import redact_name
+
+            session = redact_name(session)
         if session is not None and not ns.follow:
             from antiloop.core.text.suggest import resolve
 

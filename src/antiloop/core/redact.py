@@ -6,20 +6,31 @@ exports) passes text through ``redact_text`` and values through ``redact_value``
 
 ``redact_text`` replaces:
 
-- provider keys with a recognisable shape: OpenAI/Anthropic ``sk-…``, AWS ``AKIA…``/``ASIA…``,
-  GitHub ``ghp_…``/``github_pat_…``, GitLab ``glpat-…`` (and ``gldt-``, ``glptt-``, ``glrt-``),
-  Slack ``xoxb-``/``xoxp-``/``xoxa-``/``xoxr-``/``xoxs-``/``xoxe-``/``xapp-`` tokens and
-  webhook URLs, Stripe ``sk_live_``/``rk_live_``/``pk_live_``/``whsec_`` (and ``_test_``),
-  Google ``AIza…``, npm ``npm_…``, PyPI ``pypi-AgE…``, Hugging Face ``hf_…``;
-- JSON web tokens (``eyJ…`` . ``…`` . ``…``) and standalone 40-character AWS secret keys;
-- bearer and basic credentials, passwords in URLs, ``--password x`` flags, ``mysql -px`` and
-  ``sshpass -p x``, ``key=value`` pairs
-  whose key names a password, token, secret or API key, and private key blocks;
+- tokens with a recognisable shape (``TOKEN_KINDS`` names each kind): OpenAI and Anthropic,
+  AWS access key ids, GitHub, GitLab, Slack, Stripe, Google, npm, PyPI, Hugging Face, SendGrid,
+  Twilio, Docker Hub, Shopify, DigitalOcean, Doppler, Databricks, Heroku, Linear, Postman,
+  Pulumi, Terraform Cloud, HashiCorp Vault, Atlassian, Grafana, Sentry, age, Alibaba,
+  Artifactory, EasyPost, Dynatrace, Flutterwave, Fly.io, Frame.io, PlanetScale, Prefect,
+  ReadMe, RubyGems, Scalingo, Brevo, Shippo, Square, Notion, Perplexity, Groq, Replicate,
+  Infracost, Clojars, Duffel, New Relic, 1Password, OpenShift, Azure AD client secrets,
+  Mailgun, Mailchimp, Telegram bots, Google OAuth, JSON web tokens, and Slack, Discord and
+  Microsoft Teams webhook URLs;
+- standalone 40-character AWS secret keys;
+- private key blocks (PEM, OpenSSH, PGP ``PRIVATE KEY BLOCK``), whole;
+- bearer and basic credentials, passwords in URLs, ``--password x`` flags, ``mysql -px``,
+  ``sshpass -p x``, ``docker login -p x``, ``curl -u user:x``, ``password x`` in prose (unless
+  ``x`` is a common word: ``password reset``), and ``key=value`` pairs whose key names a
+  password, token, secret or API key;
 - high-entropy values (16+ characters, letters and digits) after a secret-looking key (``key``,
   ``secret``, ``token``, ``pwd``, ``sig``, ``cookie``, ``salt``...), also when separated by
   a space only (``aws_secret_access_key wJalr…``);
 - the start of a provider key or of a random run cut short: before an ellipsis (``…``,
   ``...``), or at the end of a text of 64 characters or more (where the core cuts texts).
+
+The token shapes are adapted from the gitleaks rule set (config/gitleaks.toml,
+https://github.com/gitleaks/gitleaks, MIT licence, Copyright (c) 2019 Zachary Rice); the fake
+secrets of ``tests/secrets_corpus.py`` check every kind, and near-misses (git SHAs, UUIDs,
+digests, ordinary words) that must stay.
 
 ``redact_value`` walks JSON-like values: the value of a key that contains ``password``,
 ``passwd``, ``token``, ``secret``, ``api_key`` (or ``apikey``, ``api-key``), ``credential`` or
@@ -35,76 +46,230 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "is_sensitive_key", "looks_random", "redact_text", "redact_value"]
+__all__ = [
+    "REDACTED",
+    "TOKEN_KINDS",
+    "is_sensitive_key",
+    "looks_random",
+    "redact_name",
+    "redact_text",
+    "redact_value",
+]
 
 REDACTED = "[REDACTED]"
 """What a secret is replaced with."""
 
+# -- tokens with a recognisable shape (case-sensitive) ---------------------------------------
+# Each shape starts with a literal letter or digit; they are grouped by that first character in
+# one pattern, so a position of the text costs one test per first character, not per kind. A
+# match inside a longer word (a letter, digit or "_" just before it) is left alone.
+TOKEN_KINDS: dict[str, str] = {
+    "OpenAI / Anthropic API key": r"sk-(?:ant-|proj-|live-|test-|svcacct-|admin-)?[\w-]{16,}",
+    "AWS access key id": r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}",
+    "GitHub token": r"gh[pousr]_[A-Za-z0-9]{20,}",
+    "GitHub fine-grained token": r"github_pat_\w{20,}",
+    "GitLab token": r"gl(?:pat|dt|ptt|rt|cbt|ffct|ft|imt|agent|oas|soat)-[\w-]{20,}",
+    "GitLab runner registration token": r"GR1348941[\w-]{20}",
+    "Slack token": r"xox(?:[abeoprs]|e\.xox[bp])-[A-Za-z0-9-]{10,}",
+    "Slack app token": r"xapp-\d-[A-Za-z0-9-]{10,}",
+    "Stripe key": r"sk_(?:live|test|prod)_[0-9A-Za-z]{10,}|[rp]k_(?:live|test)_[0-9A-Za-z]{10,}",
+    "Stripe webhook secret": r"whsec_[0-9A-Za-z]{20,}",
+    "Google API key": r"AIza[\w-]{35}",
+    "Google OAuth client secret": r"GOCSPX-[\w-]{28}",
+    "Google OAuth access token": r"ya29\.[\w-]{20,}",
+    "npm token": r"npm_[A-Za-z0-9]{36}",
+    "PyPI token": r"pypi-AgE[\w-]{40,}",
+    "Hugging Face token": r"hf_[A-Za-z0-9]{30,}",
+    "Hugging Face organisation token": r"api_org_[A-Za-z]{34}",
+    "SendGrid API key": r"SG\.[\w-]{16,32}\.[\w-]{16,64}",
+    "Twilio API key": r"SK[0-9a-fA-F]{32}",
+    "Docker Hub token": r"dckr_(?:pat|oat)_[\w-]{20,}",
+    "Shopify token": r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+    "DigitalOcean token": r"do[opr]_v1_[a-f0-9]{64}",
+    "Doppler token": r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}",
+    "Databricks token": r"dapi[a-f0-9]{32}(?:-\d)?",
+    "Heroku API key": r"HRKU-[\w-]{30,}",
+    "Linear API key": r"lin_api_[A-Za-z0-9]{40}",
+    "Postman API key": r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}",
+    "Pulumi token": r"pul-[a-f0-9]{40}",
+    "Terraform Cloud token": r"atlasv1\.[\w=-]{60,70}",
+    "HashiCorp Vault token": r"hv[sbr]\.[\w-]{24,300}",
+    "Atlassian API token": r"ATATT3[\w=-]{100,}",
+    "Grafana token": r"gl(?:c_[A-Za-z0-9+/]{32,400}={0,3}|sa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})",
+    "Sentry token": r"sntry[us]_[\w+/=]{40,}",
+    "age secret key": r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+    "Alibaba Cloud access key id": r"LTAI[A-Za-z0-9]{20}",
+    "Artifactory token": r"AKCp[A-Za-z0-9]{69}",
+    "EasyPost key": r"EZ[AT]K[A-Za-z0-9]{54}",
+    "Dynatrace token": r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
+    "Flutterwave key": r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{12,32}(?:-X)?",
+    "Fly.io token": r"fo1_[\w-]{43}",
+    "Frame.io token": r"fio-u-[\w=-]{64}",
+    "PlanetScale token": r"pscale_(?:tkn|oauth|pw)_[\w=.-]{32,64}",
+    "Prefect token": r"pnu_[A-Za-z0-9]{36}",
+    "ReadMe API key": r"rdme_[a-z0-9]{70}",
+    "RubyGems API key": r"rubygems_[a-f0-9]{48}",
+    "Scalingo token": r"tk-us-[\w-]{48}",
+    "Brevo (Sendinblue) API key": r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}",
+    "Shippo token": r"shippo_(?:live|test)_[a-fA-F0-9]{40}",
+    "Square access token": r"EAAA[\w-]{22,60}",
+    "Square OAuth secret": r"sq0(?:atp|csp)-[\w-]{22,60}",
+    "Notion token": r"ntn_[0-9]{11}[A-Za-z0-9]{35}",
+    "Notion integration secret": r"secret_[A-Za-z0-9]{43}",
+    "Perplexity API key": r"pplx-[A-Za-z0-9]{48}",
+    "Groq API key": r"gsk_[A-Za-z0-9]{52}",
+    "Replicate token": r"r8_[A-Za-z0-9]{37}",
+    "Infracost API key": r"ico-[A-Za-z0-9]{32}",
+    "Clojars token": r"CLOJARS_[a-z0-9]{60}",
+    "Duffel token": r"duffel_(?:test|live)_[\w=-]{43}",
+    "New Relic key": r"NR(?:AK|II|JS)-[A-Za-z0-9]{19,32}",
+    "1Password service account token": r"ops_eyJ[A-Za-z0-9+/]{100,}={0,3}",
+    "OpenShift token": r"sha256~[\w-]{43}",
+    "Mailgun API key": r"key-[0-9a-f]{32}",
+    "JSON web token": r"eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*",
+}
+_WEBHOOKS = (
+    r"(?<=hooks\.slack\.com/services/)[A-Za-z0-9]+/[A-Za-z0-9]+/[A-Za-z0-9]+"
+    r"|(?<=hooks\.slack\.com/)(?:workflows|triggers)/[A-Za-z0-9+/]{20,}"
+    r"|(?<=discord\.com/api/webhooks/)[0-9]+/[\w-]{20,}"
+    r"|(?<=discordapp\.com/api/webhooks/)[0-9]+/[\w-]{20,}"
+    r"|(?<=\.webhook\.office\.com/webhookb2/)[\w@/-]{20,}"
+)
+# Shapes with no literal start, each run only when the text holds its literal.
+_GATED: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    # Azure AD client secrets: three characters, a digit, then "Q~"
+    (
+        "Azure AD client secret",
+        "Q~",
+        re.compile(r"(?<![\w~.-])[\w~.]{3}[0-9]Q~[\w~.-]{31,34}(?![\w~.-])"),
+    ),
+    ("Mailchimp API key", "-us", re.compile(r"(?<![0-9a-f])[0-9a-f]{32}-us[0-9]{1,2}(?!\w)")),
+    ("Telegram bot token", ":AA", re.compile(r"(?<![0-9])[0-9]{8,10}:AA[\w-]{33}(?!\w)")),
+)
+
+
+def _branches(shape: str) -> list[str]:
+    """The top-level alternatives of a shape (``a|b`` is two, ``a(?:b|c)`` one)."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(shape):
+        if c == "(" and shape[i - 1 : i] != "\\":
+            depth += 1
+        elif c == ")" and shape[i - 1 : i] != "\\":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(shape[start:i])
+            start = i + 1
+    return [*out, shape[start:]]
+
+
+def _grouped(shapes: list[str]) -> str:
+    """The shapes as one alternation, grouped by the first character of each alternative.
+
+    An alternative that starts with a character class stays whole.
+    """
+    groups: dict[str, list[str]] = {}
+    whole: list[str] = []
+    for shape in shapes:
+        for branch in _branches(shape):
+            if branch[0].isalnum():
+                groups.setdefault(branch[0], []).append(branch[1:])
+            else:
+                whole.append(branch)
+    return "|".join([f"{first}(?:{'|'.join(rests)})" for first, rests in groups.items()] + whole)
+
+
+# A shape starts after a character that is no letter, digit or "_" (a space, a quote, "=",
+# ":", "/"...): the pattern starts with that character, so only those positions are tried (the
+# text is searched with a space in front, for a token at its start).
+_TOKEN_SHAPES = re.compile(r"[^\w](?:" + _grouped(list(TOKEN_KINDS.values())) + r")(?!\w)")
+# The same for an ASCII text: the ASCII characters that are no letter, digit or "_", as a
+# bitmap sre tests in a few instructions (a category test per character costs several times more)
+_ASCII_TOKEN_SHAPES = re.compile(
+    r"[\x00-\x2f\x3a-\x40\x5b-\x5e\x60\x7b-\x7f](?:"
+    + _grouped(list(TOKEN_KINDS.values()))
+    + r")(?!\w)"
+)
+_WEBHOOK_URLS = re.compile(_WEBHOOKS)
+
+_PEM = re.compile(
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+
+# -- rules found on the lower-cased text -----------------------------------------------------
+# These run on ``low`` (the text lower-cased, with the few characters ``str.lower`` does not
+# fold to an ASCII letter folded too: same length, same offsets), where a case-sensitive
+# pattern that starts with its key word is several times faster than ``re.IGNORECASE``. The
+# value group ``v`` is replaced in the original text; the text before it is kept.
 _KEY_WORDS = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|auth)"
 # Words that make a key look secret when its value also looks random.
 _WEAK_WORDS = r"(?:key|secret|token|passw|pass|pwd|auth|cred|sig|cookie|salt|private)"
 _B64 = r"A-Za-z0-9+/"
 
-# Each alternative is one named group; the replacement keeps the named prefix group, if any.
-_PATTERNS = [
-    # Private key blocks (PEM), whole.
-    r"(?P<pem>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?"
-    r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z))",
-    # Provider keys with a recognisable shape, and JSON web tokens.
-    r"(?P<key>\b(?:sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{16,}"
-    r"|(?:AKIA|ASIA)[0-9A-Z]{16}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-    r"|xox(?:[abeoprs]|e\.xox[bp])-[A-Za-z0-9\-]{10,}|xapp-[0-9]-[A-Za-z0-9\-]{10,}"
-    r"|AIza[0-9A-Za-z_\-]{35}"
-    r"|gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{20,}"
-    r"|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z]{20,}"
-    r"|npm_[A-Za-z0-9]{36}|pypi-AgE[A-Za-z0-9_\-]{40,}|hf_[A-Za-z0-9]{30,})(?!\w)"
-    r"|\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"
-    r"|(?<=hooks\.slack\.com/services/)[A-Za-z0-9]+/[A-Za-z0-9]+/[A-Za-z0-9]+)",
-    # Authorization: Bearer x / Basic x / token x.
-    r"(?P<authp>\b(?:[Bb]earer|BEARER|[Bb]asic|BASIC)\s+)(?P<auth>[A-Za-z0-9._~+/=\-]{8,})",
-    # scheme://user:password@host
-    r"(?P<urlp>\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/:@\"']*:)(?P<url>[^\s@/\"']+)(?=@)",
-    # --password x, --api-key=x
-    r"(?P<flagp>(?<![\w-])--?[\w-]*" + _KEY_WORDS + r"(?:\s+|=))(?P<flag>[^\s\"'-][^\s\"']*)",
-    # mysql -phunter2 (attached: "-p x" asks for one), sshpass -p x
-    r"(?P<myp>\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;|&]*?\s-p(?=[^\s-])"
-    r"|\bsshpass\s+-p\s*)(?P<my>[^\s\"']+)",
-    # password=x, "api_key": "x", TOKEN: x (the key ends with the word; "max_tokens" is no key)
-    r"(?P<kvp>(?<![\w-])[\w.-]*" + _KEY_WORDS + r"[\"']?\s*[=:]\s*)"
-    r"(?P<kv>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'}\])]+)",
-    # secret-looking key, then a value that must look random (checked in _replace)
-    r"(?P<hip>(?<![\w.-])[\w.-]*" + _WEAK_WORDS + r"[\w-]{0,12}[\"']?(?:\s*[=:]\s*|\s+)[\"']?)"
-    r"(?P<hi>[A-Za-z0-9+/=_\-~]{16,})(?![A-Za-z0-9+/=_\-~.])",
-    # A standalone AWS secret access key: 40 base64 characters, not part of a longer run.
-    rf"(?P<aws>(?<![{_B64}=_\-])[{_B64}]{{40}}(?![{_B64}=_\-]))",
-    # The start of a provider key, or of a random run, cut short by "…", "..." or the end.
-    r"(?:\b(?P<cutp>(?:AKIA|ASIA)[0-9A-Z]{4,15}|gh[pousr]_[A-Za-z0-9]{4,}|github_pat_\w{4,}"
-    r"|sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{6,}|xox[abeoprs]-[A-Za-z0-9\-]{4,}|xapp-[0-9A-Za-z\-]{4,}"
-    r"|gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_\-]{4,}|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{2,}"
-    r"|eyJ[A-Za-z0-9_\-]{6,}(?:\.[A-Za-z0-9_\-]*){0,2}|AIza[0-9A-Za-z_\-]{4,}"
-    r"|whsec_[0-9A-Za-z]{4,}|npm_[A-Za-z0-9]{4,}|pypi-AgE[A-Za-z0-9_\-]{4,}|hf_[A-Za-z0-9]{6,})"
-    rf"|(?<![{_B64}=_\-])(?P<cutr>[{_B64}]{{16,39}}))(?=…|\.\.\.|\Z)",
-]
-_PEM, _PROVIDER, _AUTH, _URL, _FLAG, _MYSQL, _KV, _HIGH, _AWS, _CUT = (
-    re.compile(_PATTERNS[0], re.DOTALL),
-    re.compile(_PATTERNS[1]),
-    re.compile(_PATTERNS[2], re.IGNORECASE),
-    re.compile(_PATTERNS[3], re.IGNORECASE),
-    re.compile(_PATTERNS[4], re.IGNORECASE),
-    re.compile(_PATTERNS[5], re.IGNORECASE),
-    re.compile(_PATTERNS[6], re.IGNORECASE),
-    re.compile(_PATTERNS[7], re.IGNORECASE),
-    re.compile(_PATTERNS[8]),
-    re.compile(_PATTERNS[9]),
+_AUTH = re.compile(r"\b(?:bearer|basic)\s+(?P<v>[a-z0-9._~+/=-]{8,})")
+_URL = re.compile(r"://[^\s/:@\"']*:(?P<v>[^\s@/\"']+)(?=@)")
+# --password x, --api-key=x (the word must be part of a flag: checked in _flag)
+_FLAG = re.compile(_KEY_WORDS + r"(?:\s+|=)(?P<v>[^\s\"'-][^\s\"']*)")
+# mysql -phunter2 (attached: "-p x" asks for one), sshpass -p x, docker login -p x
+_CLI = re.compile(
+    r"(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;|&]*?\s-p(?=[^\s-])"
+    r"|\bsshpass\s+-p\s*"
+    r"|\bdocker\s+login\b[^\n;|&]*?\s-p\s+"
+    r"|\bcurl\b[^\n;|&]*?\s(?:-u\s*|--user[\s=]+)[\"']?[^\s:\"']+:)(?P<v>[^\s\"']+)"
 )
-# The characters ``re.IGNORECASE`` matches to an ASCII letter that ``str.lower`` does not
+# password=x, "api_key": "x", TOKEN: x (the key ends with the word; "max_tokens" is no key)
+_KV = re.compile(_KEY_WORDS + r"[\"']?\s*[=:]\s*(?P<v>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'}\])]+)")
+# password hunter2: the next word, unless it is a word of prose (checked in _prose)
+_WORD = re.compile(r"\b(?:password|passphrase|passcode)\s+(?P<v>[^\s\"'`<>()\[\]{},;]+)")
+# secret-looking key, then a value that must look random
+_HIGH = re.compile(
+    _WEAK_WORDS + r"[\w-]{0,12}[\"']?(?:\s*[=:]\s*|\s+)[\"']?"
+    r"(?P<v>[a-z0-9+/=_\-~]{16,})(?![a-z0-9+/=_\-~.])"
+)
+
+# -- rules on the text as it is --------------------------------------------------------------
+# A standalone AWS secret access key: 40 base64 characters, not part of a longer run.
+_AWS = re.compile(rf"(?<![{_B64}_\-])[{_B64}]{{40}}(?![{_B64}=_\-])")
+
+
+# Starts that ordinary words share (``secret_santa``, ``key-value``): cut, they stay.
+_COMMON_STARTS = frozenset({"secret_", "key-", "xapp-", "whsec_", "github_pat_"})
+
+
+def _cut_starts() -> list[str]:
+    """Each token shape's literal start (4 characters or more), then 6 or more of its body."""
+    out = []
+    for shape in TOKEN_KINDS.values():
+        for branch in _branches(shape):
+            start = re.match(r"(?:[\w~-]|\\\.)+", branch)
+            literal = start.group(0) if start else ""
+            if len(literal.replace("\\", "")) >= 4 and literal not in _COMMON_STARTS:
+                out.append(literal + r"[\w.~+/=-]{6,}")
+    return out
+
+
+# The start of a provider key, or of a random run, cut short by "…", "..." or the end.
+_CUT = re.compile(
+    r"(?:\b(?P<cutp>(?:AKIA|ASIA)[0-9A-Z]{4,15}|gh[pousr]_[A-Za-z0-9]{4,}|github_pat_\w{4,}"
+    r"|sk-(?:ant-|proj-)?[\w-]{6,}|xox[abeoprs]-[A-Za-z0-9-]{4,}|xapp-[0-9A-Za-z-]{4,}"
+    r"|gl(?:pat|dt|ptt|rt)-[\w-]{4,}|(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{2,}"
+    r"|eyJ[\w-]{6,}(?:\.[\w-]*){0,2}|AIza[\w-]{4,}|SG\.[\w-]{4,}(?:\.[\w-]*)?"
+    r"|whsec_[0-9A-Za-z]{4,}|npm_[A-Za-z0-9]{4,}|pypi-AgE[\w-]{4,}|hf_[A-Za-z0-9]{6,}"
+    r"|SK[0-9a-fA-F]{16,31}|key-[0-9a-f]{6,}|do[opr]_v1_[0-9a-f]{4,}|gl(?:c|sa)_\w{4,}"
+    r"|shp(?:at|ca|pa|ss)_[0-9a-fA-F]{4,}|dp\.(?:pt|st|sa|ct)\.\w{4,}|sq0(?:atp|csp)-[\w-]{4,}"
+    r"|r8_\w{6,}|" + "|".join(_cut_starts()) + ")"
+    rf"|(?<![{_B64}_\-])(?P<cutr>[{_B64}]{{16,39}}))(?=…|\.\.\.|\Z)"
+)
+
+# The characters ``re.IGNORECASE`` would match to an ASCII letter that ``str.lower`` does not
 # lower to that letter alone (dotted and dotless i, long s); the Kelvin sign lowers to k.
 _KEY_LITERALS = ("api_key", "api-key", "apikey", "access_key", "access-key", "accesskey")
 _WEAK_LITERALS = ("key", "secret", "token", "pass", "pwd", "auth", "cred", "sig", "cookie", "salt")
@@ -114,9 +279,25 @@ _SENSITIVE_KEY = re.compile(
     re.IGNORECASE,
 )
 _WEAK_KEY = re.compile(_WEAK_WORDS, re.IGNORECASE)
-_LONG_RUN = re.compile(rf"[{_B64}]{{16}}")
+_RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-.~=…"
+_CUT_SHORTEST = 8  # the shortest cut key the end-of-text rule replaces ("AKIA" and 4)
+_RUN_END = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-.")
+"""The characters a cut key can end with (the end-of-text rule needs one last)."""
 _TAIL = 128  # longer than any cut key the end-of-text rule looks for
 _CUT_AT_LEAST = 64  # the core cuts texts to 120 (contexts) or 50 characters and an ellipsis
+# Words after "password" that are prose, not the password ("password reset", "password is").
+_PROSE = frozenset(
+    """a an the is was are be been being has have had will would can cannot could should must
+    may might shall not no and or but for of to in on at by with without from into as if then
+    than too so that this these those it its here there again please now also only just all any
+    reset field fields prompt policy policies required requirement requirements manager hash
+    hashes hashed file files change changed changes expired expires expiry incorrect invalid
+    wrong authentication auth protected length strength update updated set setting settings
+    login logins entry entries input form page screen dialog box mismatch match matches
+    missing empty blank hint hints rules rule storage store stored protection recovery
+    forgotten forgot forget reuse rotation history complexity check checks validation
+    database user users account accounts when which what where who how do does did""".split()  # noqa: SIM905
+)
 
 
 def looks_random(value: str) -> bool:
@@ -151,37 +332,124 @@ def _aws_secret(run: str) -> bool:
     )
 
 
-def _replace(match: re.Match[str]) -> str:
-    groups = match.groupdict()
-    run = groups.get("aws")
-    if run is not None:
-        return REDACTED if _aws_secret(run) else run
-    if groups.get("cutp") is not None:
+# Runs of the characters tokens are made of, found by translating the text to a class per
+# character (C loops) rather than by a pattern (a pattern that starts with a repeated class is
+# tried at every position): a base64 character becomes "a", the other characters of a token
+# ("_", "-", ".", "~", "=") "b", the rest a space.
+_RUN_CLASSES: dict[int, str] = {
+    **dict.fromkeys(range(128), " "),
+    **dict.fromkeys(
+        map(ord, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"), "a"
+    ),
+    **dict.fromkeys(map(ord, "_-.~="), "b"),
+}
+_B64_16 = "a" * 16
+_B64_40 = "a" * 40
+
+
+def _has_token(text: str, runs: str) -> bool:
+    """True when a token shape matches in one of the runs of 16 or more token characters.
+
+    An ASCII text's runs are found with ``str.find`` on its classes and searched as one text
+    (each run after a space); any other text is searched whole.
+    """
+    if not text.isascii():
+        return _TOKEN_SHAPES.search(" " + text) is not None
+    marks = runs.replace("b", "a")
+    start = marks.find(_B64_16)
+    if start < 0:
+        return False
+    parts = []
+    while start >= 0:
+        end = marks.find(" ", start + 16)
+        if end < 0:
+            parts.append(text[start:])
+            break
+        parts.append(text[start:end])
+        start = marks.find(_B64_16, end)
+    return _ASCII_TOKEN_SHAPES.search(" " + " ".join(parts)) is not None
+
+
+def _token(match: re.Match[str]) -> str:
+    return match.group(0)[0] + REDACTED  # the character before the token stays
+
+
+def _long_run(match: re.Match[str]) -> str:
+    run = match.group(0)
+    return REDACTED if _aws_secret(run) else run
+
+
+def _cut(match: re.Match[str]) -> str:
+    if match.group("cutp") is not None:
         return REDACTED
-    cut = groups.get("cutr")
-    if cut is not None:
-        return REDACTED if _aws_secret(cut) else cut
-    hi = groups.get("hi")
-    if hi is not None:
-        return f"{groups['hip']}{REDACTED}" if looks_random(hi) else match.group(0)
-    for name in ("authp", "urlp", "flagp", "myp", "kvp"):
-        prefix = groups.get(name)
-        if prefix is not None:
-            value = groups[name[:-1]] or ""
-            if REDACTED[:-1] in value:
-                return match.group(0)
-            quote = value[0] if value[:1] in ("'", '"') and len(value) > 1 else ""
-            return f"{prefix}{quote}{REDACTED}{quote}"
-    return REDACTED
+    run = match.group("cutr") or ""
+    return REDACTED if _aws_secret(run) else run
+
+
+# What each rule on ``low`` replaces its value with: the value kept as it is (None), or
+# ``[REDACTED]`` (inside the value's quotes, if it has any).
+def _always(text: str, match: re.Match[str], value: str) -> bool:
+    return REDACTED[:-1] not in value
+
+
+def _random(text: str, match: re.Match[str], value: str) -> bool:
+    return looks_random(value)
+
+
+def _flag(text: str, match: re.Match[str], value: str) -> bool:
+    """The key word is part of a flag: its word starts with "-" after a space or the start."""
+    at = match.start()
+    while at and (text[at - 1].isalnum() or text[at - 1] in "_-"):
+        at -= 1
+    word = text[at : match.start()]
+    return word.startswith("-") and REDACTED[:-1] not in value
+
+
+def _prose(text: str, match: re.Match[str], value: str) -> bool:
+    """``password x``: x is the password unless it is a word of prose or a flag."""
+    word = value.lower().rstrip(".:!?")
+    return (
+        word not in _PROSE
+        and not value.startswith(("-", "$", "%"))
+        and REDACTED[:-1] not in value
+        and not (value.isalpha() and value.istitle())  # a capitalised word: a sentence goes on
+    )
+
+
+def _on_low(
+    pattern: re.Pattern[str],
+    redact: Callable[[str, re.Match[str], str], bool],
+    text: str,
+    low: str,
+) -> tuple[str, str]:
+    """Replace the value of each match of ``pattern`` in ``low`` that ``redact`` accepts."""
+    parts: list[str] = []
+    at = 0
+    for match in pattern.finditer(low):
+        start, end = match.span("v")
+        value = text[start:end]
+        if not redact(text, match, value):
+            continue
+        quote = value[0] if value[:1] in ("'", '"') and len(value) > 1 else ""
+        parts.append(text[at:start])
+        parts.append(f"{quote}{REDACTED}{quote}")
+        at = end
+    if not parts:
+        return text, low
+    parts.append(text[at:])
+    out = "".join(parts)
+    return out, _lower(out)
+
+
+def _lower(text: str) -> str:
+    return text.lower() if text.isascii() else text.translate(_FOLD).lower()
 
 
 def redact_text(text: str) -> str:
     """The text with every secret it holds replaced by ``[REDACTED]``.
 
-    Each pattern runs only when the text holds the literals every match of it needs (most
-    outputs hold none, and a substring check is a C loop that costs far less than a pattern):
-    provider keys and PEM headers are matched case-sensitively, the rest on the lower-cased
-    text with the few characters that ``re.IGNORECASE`` folds to ASCII letters folded too.
+    Each rule runs only when the text holds the literals every match of it needs (most
+    outputs hold none, and a substring check is a C loop that costs far less than a pattern).
 
     Args:
         text: any text (a command, a tool's output, an error).
@@ -189,63 +457,112 @@ def redact_text(text: str) -> str:
     Returns:
         The text, unchanged when it holds no secret.
     """
-    low = text.lower() if text.isascii() else text.translate(_FOLD).lower()
-    if "PRIVATE KEY" in text:
-        text = _PEM.sub(_replace, text)
-    if (
-        (
-            "-" in text
-            and (
-                "sk-" in text or "xox" in text or "gl" in text or "xapp-" in text or "pypi-" in text
-            )
-        )
-        or ("A" in text and ("AKIA" in text or "ASIA" in text or "AIza" in text))
-        or (
-            "_" in text
-            and (
-                "gh" in text
-                or "github_pat_" in text
-                or "k_" in text
-                or "whsec_" in text
-                or "npm_" in text
-                or "hf_" in text
-            )
-        )
-        or "eyJ" in text
-        or "hooks.slack.com/services/" in text
-    ):
-        text = _PROVIDER.sub(_replace, text)
-    if "bearer" in low or "basic" in low:
-        text = _AUTH.sub(_replace, text)
-    if "@" in text and "://" in text:
-        text = _URL.sub(_replace, text)
-    if (
+    return _redact(text, False)
+
+
+def _redact(text: str, every: bool) -> str:
+    """``redact_text``; with ``every``, each rule runs whatever literals the text holds."""
+    if every or "PRIVATE KEY" in text:
+        text = _PEM.sub(REDACTED, text)
+    runs = text.translate(_RUN_CLASSES) if len(text) >= 16 else ""
+    if every or (len(text) >= 16 and _has_token(text, runs)):  # the shortest has 16 characters
+        spaced = " " + text
+        shapes = _ASCII_TOKEN_SHAPES if text.isascii() else _TOKEN_SHAPES
+        text = shapes.sub(_token, spaced)[1:]
+        runs = text.translate(_RUN_CLASSES)
+    if every or len(text) >= 16:
+        if every or "hooks.slack.com/" in text or "/api/webhooks/" in text or "webhookb2/" in text:
+            text = _WEBHOOK_URLS.sub(REDACTED, text)
+        for _kind, literal, shape in _GATED:
+            if every or literal in text:
+                text = shape.sub(REDACTED, text)
+    low = _lower(text)
+    translated = text
+    if every or "bearer" in low or "basic" in low:
+        text, low = _on_low(_AUTH, _always, text, low)
+    if every or ("@" in text and "://" in text):
+        text, low = _on_low(_URL, _always, text, low)
+    if every or (
         "secret" in low
         or "token" in low
         or "auth" in low
         or ("pass" in low and ("passw" in low or "passphrase" in low))
         or ("key" in low and any(k in low for k in _KEY_LITERALS))
     ):
-        if "-" in text:
-            text = _FLAG.sub(_replace, text)
-        if "=" in text or ":" in text:
-            text = _KV.sub(_replace, text)
-    if " -p" in text and ("mysql" in low or "mariadb" in low or "sshpass" in low):
-        text = _MYSQL.sub(_replace, text)
-    long_run = len(text) >= 16 and _LONG_RUN.search(text) is not None
-    if long_run:
-        if any(w in low for w in _WEAK_LITERALS):
-            text = _HIGH.sub(_replace, text)
-        if len(text) >= 40:
-            text = _AWS.sub(_replace, text)
-    if "…" in text or "..." in text:
-        text = _CUT.sub(_replace, text)
-    elif len(text) >= _CUT_AT_LEAST:
-        # Only a match that ends the text is possible: search its tail alone.
-        match = _CUT.search(text, max(0, len(text) - _TAIL))
-        if match is not None:
-            text = text[: match.start()] + _replace(match) + text[match.end() :]
+        if every or "-" in text:
+            text, low = _on_low(_FLAG, _flag, text, low)
+        if every or "=" in text or ":" in text:
+            text, low = _on_low(_KV, _always, text, low)
+    if every or (
+        " -" in text
+        and (
+            "mysql" in low
+            or "mariadb" in low
+            or "sshpass" in low
+            or "docker" in low
+            or "curl" in low
+        )
+    ):
+        text, low = _on_low(_CLI, _always, text, low)
+    if every or ("password " in low or "passphrase " in low or "passcode " in low):
+        text, low = _on_low(_WORD, _prose, text, low)
+    if text is not translated and len(text) >= 16:
+        runs = text.translate(_RUN_CLASSES)
+    if every or _B64_16 in runs:  # a run of 16 base64 characters (not the marks of a token)
+        if every or any(w in low for w in _WEAK_LITERALS):
+            text, low = _on_low(_HIGH, _random, text, low)
+            runs = text.translate(_RUN_CLASSES)
+        if every or _B64_40 in runs:
+            text = _AWS.sub(_long_run, text)
+    ellipses = text.count("…") + text.count("...")
+    if ellipses > 1 or (ellipses and not text.endswith(("…", "..."))):
+        text = _CUT.sub(_cut, text)  # a rule of meaning, not a literal check: always
+    elif ellipses or (len(text) >= _CUT_AT_LEAST and text[-1] in _RUN_END):
+        # Only a match that ends the text (before its one ellipsis) is possible, and it is
+        # made of the characters of a run: search the run the text ends with alone.
+        start = len(text.rstrip(_RUN_CHARS))
+        if len(text) - start >= _CUT_SHORTEST:
+            text = _cut_tail(text, start)
     return text
+
+
+def _cut_tail(text: str, start: int) -> str:
+    """``text`` with the cut key or random run that ends it (from ``start`` on) replaced."""
+    match = _CUT.search(text, start)
+    if match is None:
+        return text
+    return text[: match.start()] + _cut(match) + text[match.end() :]
+
+
+_NAMES: dict[str, str] = {}
+_NAMES_KEPT = 4096  # names remembered (then forgotten all at once): memory stays bounded
+
+
+def redact_name(name: str) -> str:
+    """A session, agent or tool name with any secret in it replaced.
+
+    A name that holds none is returned as it is; one that does becomes its redacted text and
+    ``#`` and 12 hex digits of its SHA-256, so that two names that differ only in their secret
+    stay two (the same name always gives the same result, in every process). Names repeat
+    step after step: each is redacted once and remembered.
+
+    Example:
+        >>> redact_name("deploy-ghp_16C7e42F292c6912E7710c838347Ae178B4a")
+        'deploy-[REDACTED]#fec7eec3a051'
+    """
+    if len(name) < 16 and name.isalnum():  # no rule matches so short a word
+        return name
+    found = _NAMES.get(name)
+    if found is None:
+        clean = redact_text(name)
+        found = name
+        if clean != name:
+            digest = hashlib.sha256(name.encode("utf-8", "replace")).hexdigest()[:12]
+            found = f"{clean}#{digest}"
+        if len(_NAMES) >= _NAMES_KEPT:
+            _NAMES.clear()
+        _NAMES[name] = found
+    return found
 
 
 def _weak_key(key: str) -> bool:
@@ -257,14 +574,14 @@ def is_sensitive_key(key: str) -> bool:
     return _SENSITIVE_KEY.search(key) is not None
 
 
-def redact_value(value: Any) -> Any:
+def redact_value(value: Any, keep_numbers: bool = False) -> Any:
     """A copy of a JSON-like value with secrets replaced.
 
     Mappings keep their keys; the value of a sensitive key (see ``is_sensitive_key``) becomes
-    ``[REDACTED]`` whole (unless it is empty or ``None``), and so does a string that
-    ``looks_random`` under a secret-looking key (``session_key``, ``sig``, ``cookie``...).
-    Lists and tuples become lists; strings go through ``redact_text``; other values are
-    returned as they are.
+    ``[REDACTED]`` whole (unless it is empty or ``None``, or, with ``keep_numbers``, a number:
+    a limit such as ``session_hard_tokens``), and so does a string that ``looks_random``
+    under a secret-looking key (``session_key``, ``sig``, ``cookie``...). Lists and tuples
+    become lists; strings go through ``redact_text``; other values are returned as they are.
     """
     if isinstance(value, str):
         return redact_text(value)
@@ -274,13 +591,16 @@ def redact_value(value: Any) -> Any:
         out: dict[str, Any] = {}
         for k, v in value.items():
             key = str(k)
-            if (is_sensitive_key(key) and v not in (None, "") and not isinstance(v, bool)) or (
-                isinstance(v, str) and _weak_key(key) and looks_random(v)
-            ):
+            if (
+                is_sensitive_key(key)
+                and v not in (None, "")
+                and not isinstance(v, bool)
+                and not (keep_numbers and isinstance(v, int | float))
+            ) or (isinstance(v, str) and _weak_key(key) and looks_random(v)):
                 out[key] = REDACTED
             else:
-                out[key] = redact_value(v)
+                out[key] = redact_value(v, keep_numbers)
         return out
     if isinstance(value, list | tuple):
-        return [redact_value(v) for v in value]
+        return [redact_value(v, keep_numbers) for v in value]
     return value

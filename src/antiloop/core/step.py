@@ -1,19 +1,28 @@
-"""Steps: one tool call together with its result (docs/protocol.md section 2).
+r"""Steps: one tool call together with its result (docs/protocol.md section 2).
 
 A ``Step`` is built once per event. Parsing follows the bad-input rules: a line that is not a
 JSON object, whose ``tool`` is missing or not a non-empty string, whose ``args`` is not an
 object, or whose ``session``/``agent`` is not a string raises ``BadStep`` naming the problem.
+
+Text that is not valid Unicode is made valid here, where steps enter, and nowhere else
+(docs/protocol.md section 2): each lone UTF-16 surrogate (``"\udc80"`` is valid JSON) becomes
+U+FFFD, and so does each byte sequence that is not UTF-8 in a line given as bytes
+(``valid_unicode``, ``decode_text``). Every sink after this point may encode text as UTF-8.
+A session, agent or tool name that holds a secret is replaced here too
+(``antiloop.core.redact.redact_name``: the same name always gives the same replacement).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from antiloop.core.errors import BadStep
+from antiloop.core.redact import redact_name
 
 KNOWN_FIELDS = frozenset(
     {
@@ -178,6 +187,119 @@ def _file_states(value: object) -> Mapping[str, FileState]:
     return states
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+"""What a lone surrogate, or a byte sequence that is not UTF-8, becomes."""
+
+
+def decode_text(data: bytes) -> str:
+    """Bytes as UTF-8 text, each sequence that is not UTF-8 replaced by U+FFFD."""
+    return data.decode("utf-8", "replace")
+
+
+def _valid_text(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_valid(value: object) -> bool:
+    """True when no string in ``value`` (keys included, at any depth) holds a lone surrogate.
+
+    A string costs one ``isascii`` (a C loop) in the common case; one loop over a stack, no
+    call per value, as this runs once a step.
+    """
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not (item.isascii() or _valid_text(item)):
+                return False
+        elif kind is dict:
+            for key, child in item.items():
+                if type(key) is not str or not (key.isascii() or _valid_text(key)):
+                    stack.append(key)
+                of = type(child)
+                if of is str:
+                    if not (child.isascii() or _valid_text(child)):
+                        return False
+                elif not (child is None or of is int or of is float or of is bool):
+                    stack.append(child)
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        elif not (item is None or kind is int or kind is float or kind is bool) and isinstance(
+            item, str | Mapping | list | tuple
+        ):  # subclasses: the slow way
+            stack.append(_plain(item))
+    return True
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    return list(value) if isinstance(value, list) else tuple(value)  # type: ignore[arg-type]
+
+
+def _replaced(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if _valid_text(value) else _SURROGATE.sub(REPLACEMENT, value)
+    if isinstance(value, Mapping):
+        return {_replaced(k): _replaced(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replaced(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_replaced(v) for v in value)
+    return value
+
+
+def valid_unicode(value: Any) -> Any:
+    r"""``value`` with each lone surrogate in its strings (keys too) replaced by U+FFFD.
+
+    The value itself when it holds none (the common case costs one ``isascii`` a string);
+    otherwise a copy (mappings become dicts). Steps get this rule where they enter.
+
+    Example:
+        >>> valid_unicode({"command": "ls \udc80"}) == {"command": "ls \ufffd"}
+        True
+    """
+    return value if _is_valid(value) else _replaced(value)
+
+
+def valid_step(step: Step) -> Step:
+    """The step, or a copy whose texts hold no lone surrogate and whose names no secret."""
+    fields_ = (
+        step.tool,
+        step.args,
+        step.session,
+        step.agent,
+        step.paths,
+        step.output,
+        step.error,
+        step.message,
+        step.goal,
+        step.cwd,
+        step.extra,
+        step.id,
+        tuple(step.file_states),
+        tuple(s.sha256 for s in step.file_states.values()),
+    )
+    if (
+        _is_valid(fields_)
+        and redact_name(step.tool) is step.tool
+        and redact_name(step.session) is step.session
+        and redact_name(step.agent) is step.agent
+    ):
+        return step
+    return step_from_dict(step.to_dict())
+
+
 _NEW = object.__new__
 # The slots of a Step in field order: ``step_from_dict`` fills them directly, without the
 # frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field); the values are the
@@ -186,9 +308,17 @@ _SLOTS = tuple(getattr(Step, f.name).__set__ for f in fields(Step))
 
 
 def step_from_dict(event: object) -> Step:
-    """Build a Step from a decoded section 2 event, or raise BadStep saying what is wrong."""
+    """Build a Step from a decoded section 2 event, or raise BadStep saying what is wrong.
+
+    Its texts get the Unicode rule first (``valid_unicode``).
+    """
     if not isinstance(event, dict):
         raise BadStep(f"not a JSON object but {type(event).__name__}")
+    return _step(event if _is_valid(event) else _replaced(event))
+
+
+def _step(event: dict[str, Any]) -> Step:
+    """A Step from an event whose texts are valid Unicode."""
     get = event.get
     tool = get("tool")
     if tool is None:
@@ -198,6 +328,7 @@ def step_from_dict(event: object) -> Step:
     tool = tool.strip()
     if not tool:
         raise BadStep("'tool' is empty")
+    tool = redact_name(tool)
     args = get("args", _EMPTY)
     if not isinstance(args, dict):
         raise BadStep(f"'args' must be an object, not {type(args).__name__}")
@@ -207,6 +338,7 @@ def step_from_dict(event: object) -> Step:
         for name in ("session", "agent"):
             if name in event and not isinstance(event[name], str):
                 raise BadStep(f"{name!r} must be a string, not {type(event[name]).__name__}")
+    session, agent = redact_name(session), redact_name(agent)
     raw_paths = get("paths")
     paths: tuple[str, ...] = ()
     if isinstance(raw_paths, list):
@@ -265,13 +397,15 @@ def parse_line(line: str | bytes) -> Step:
     A line nested deeper than ``MAX_DEPTH`` is bad input, like one that is not JSON.
     """
     try:
-        event, opens = _loads(line)
+        event, opens, checked = _loads(line)
     except RecursionError:
         raise BadStep(f"nested too deeply (more than {MAX_DEPTH} levels)") from None
     except ValueError as exc:
         raise BadStep(f"not valid JSON ({exc})") from None
     if opens > MAX_DEPTH and nesting_depth(event) > MAX_DEPTH:
         raise BadStep(f"nested too deeply (more than {MAX_DEPTH} levels)")
+    if checked and isinstance(event, dict):
+        return _step(event)  # orjson refuses lone surrogates: nothing to replace
     return step_from_dict(event)
 
 
@@ -281,10 +415,12 @@ _SCAN = bytes.maketrans(b"123456789{", b"000000000[")
 _LONG_NUMBER = b"0" * 19  # 19 digits in a row: maybe an int past 64 bits, read as a float
 
 
-def _loads(line: str | bytes) -> tuple[Any, int]:
+def _loads(line: str | bytes) -> tuple[Any, int, bool]:
     """``json.loads``, through orjson (faster) where it reads the line the same.
 
-    Also how many arrays and objects the line opens (an upper bound on its nesting depth).
+    Also how many arrays and objects the line opens (an upper bound on its nesting depth), and
+    whether orjson read it (then no string in it holds a lone surrogate). Bytes that are not
+    UTF-8 are read with each bad sequence replaced by U+FFFD.
     orjson refuses what the stdlib reads (NaN, lone surrogates, UTF-16, 1e400) and reads a
     long integer as a float: those lines, and a line it refuses, go to the stdlib, whose
     errors are the ones reported. orjson (the ``fast`` extra) is imported on the first line:
@@ -293,17 +429,30 @@ def _loads(line: str | bytes) -> tuple[Any, int]:
     fast = _fast_json()
     if fast is None:
         if isinstance(line, bytes):
-            return json.loads(line), line.count(b"[") + line.count(b"{")
-        return json.loads(line), line.count("[") + line.count("{")
+            return read_json(line), line.count(b"[") + line.count(b"{"), False
+        return json.loads(line), line.count("[") + line.count("{"), False
     raw = line if isinstance(line, bytes) else line.encode("utf-8", "surrogatepass")
     scan = raw.translate(_SCAN)  # two C loops, far cheaper than a regex
     opens = scan.count(b"[")
     if _LONG_NUMBER not in scan:
         try:
-            return fast.loads(raw), opens
+            return fast.loads(raw), opens, True
         except fast.JSONDecodeError:
             pass
-    return json.loads(line), opens
+    return read_json(line), opens, False
+
+
+def read_json(line: str | bytes) -> Any:
+    r"""``json.loads``; bytes that are not UTF-8 (nor UTF-16/32) are read with U+FFFD.
+
+    Strings may still hold lone surrogates (``"\udc80"``): ``valid_unicode`` replaces them.
+    """
+    try:
+        return json.loads(line)
+    except UnicodeDecodeError:
+        if isinstance(line, str):
+            raise
+        return json.loads(decode_text(line))
 
 
 @functools.cache

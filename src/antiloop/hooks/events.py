@@ -184,10 +184,7 @@ def attended(dialect: str, env: Mapping[str, str]) -> bool | None:
 def parse_payload(data: bytes | str) -> dict[str, Any]:
     """Decode the hook input: a JSON object, or ``BadPayload`` saying what is wrong."""
     if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BadPayload(f"the hook input is not UTF-8 ({exc})") from None
+        data = data.decode("utf-8", "replace")  # the Unicode rule of steps (antiloop.core.step)
     if not data.strip():
         raise BadPayload("the hook input is empty (expected the event's JSON on stdin)")
     try:

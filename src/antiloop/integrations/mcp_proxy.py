@@ -50,6 +50,7 @@ from typing import IO, Any
 from antiloop.approval.policy import ApprovalPolicy as Policy
 from antiloop.approval.policy import ToolHints
 from antiloop.config import GuardConfig
+from antiloop.core.step import read_json
 from antiloop.core.verdict import Action, Verdict
 from antiloop.guard import Guard
 from antiloop.integrations._common import (
@@ -249,7 +250,7 @@ class McpProxy:
 
     def _from_client(self, line: bytes) -> None:
         try:
-            decoded = json.loads(line)
+            decoded = read_json(line)
         except ValueError:
             decoded = None
         if isinstance(decoded, list):
@@ -531,7 +532,7 @@ class McpProxy:
 
 def _decode(line: bytes) -> dict[str, Any] | None:
     try:
-        message = json.loads(line)
+        message = read_json(line)
     except ValueError:
         return None
     return message if isinstance(message, dict) else None

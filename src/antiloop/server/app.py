@@ -8,7 +8,8 @@ credential for another site to ride on (CSRF), and POSTs with a foreign ``Origin
 
 The arrows point one way: ``app`` builds the application from the routes (``routes``,
 ``views``, ``routing``), which read the ``Service`` (``antiloop.server.service``); the service
-knows no route.
+knows no route. ``POST /v1/steps`` is answered in front of the routes (``antiloop.server.fast``)
+and its requests judged in groups (``antiloop.server.groups``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from antiloop.server.fast import StepsFirst
 from antiloop.server.routes import api_routes, open_routes, signed_routes
 from antiloop.server.routing import documented, install_errors
 from antiloop.server.service import (
@@ -65,6 +67,13 @@ def create_app(service: Service) -> FastAPI:
         telemetry={"tracing": False, "metrics": False, "logs": False},  # antiloop.telemetry's job
     )
     app.state.service = service
+    build = app.build_middleware_stack
+
+    def stack() -> Any:
+        """FastAPI's middleware and routes, behind ``StepsFirst`` (POST /v1/steps)."""
+        return StepsFirst(build(), service)
+
+    app.build_middleware_stack = stack  # type: ignore[method-assign]
     install_errors(app)
     generate = app.openapi
 

@@ -20,9 +20,10 @@ from pydantic import BeforeValidator, SkipValidation
 from antiloop.approval import Answer, ApprovalStatus, verdict_of
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.core.errors import StoreError
-from antiloop.core.redact import redact_text, redact_value
+from antiloop.core.redact import redact_name, redact_text, redact_value
 from antiloop.hooks.events import DIALECTS
 from antiloop.server import models
+from antiloop.server.fast import steps_answer
 from antiloop.server.limits import BadRequest, StoreTimeout
 from antiloop.server.routing import (
     ERRORS,
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from antiloop.fleet import Fleet
     from antiloop.server.service import Service
 
-MAX_BATCH = 1000
 PAGE = 100  # sessions per page of GET /v1/sessions, unless ?limit= says otherwise
 MAX_PAGE = 1000
 SessionId = Annotated[str, Path(description="a session id (a '/' in it sent as %2F)")]
@@ -144,17 +144,9 @@ def api_routes(service: Service) -> APIRouter:
         summary="Record one step, or a batch (a list or {steps: [...]}), get verdicts",
     )
     async def steps(body: Annotated[models.StepsBody, Body()]) -> Response:
-        raw: Any = body
-        batch = raw.get("steps") if isinstance(raw, dict) and "steps" in raw else raw
-        many = isinstance(batch, list)
-        items: list[Any] = batch if isinstance(batch, list) else [batch]
-        if len(items) > MAX_BATCH:
-            return JSONResponse({"error": f"at most {MAX_BATCH} steps per request"}, 413)
-        try:
-            verdicts = await service.call(service.judge_all, items)
-        except StoreTimeout as exc:  # the store hung: each step follows on_store_error
-            verdicts = [service.store_failed(raw, i, exc) for i, raw in enumerate(items)]
-        return JSONResponse({"verdicts": verdicts} if many else verdicts[0])
+        # Most requests are answered by StepsFirst (antiloop.server.fast) before they get here.
+        status, answer = await steps_answer(service, body)
+        return JSONResponse(answer, status)
 
     @router.post(
         "/v1/check",
@@ -226,6 +218,7 @@ def api_routes(service: Service) -> APIRouter:
     )
     async def stop(id: SessionId, body: models.StopRequest | None = None) -> Response:
         by = (body.by if body is not None else None) or "dashboard"
+        id = redact_name(id)  # the id a session holding a secret is kept by
         stopped = await service.call(_request_stop, service, id, by)
         return JSONResponse({"session": id, "stop_requested": stopped})
 
@@ -236,6 +229,7 @@ def api_routes(service: Service) -> APIRouter:
     )
     async def feedback(id: SessionId, body: models.Feedback) -> Response:
         said = redact_text(body.text)  # stored, then sent to the agent and the dashboards
+        id = redact_name(id)  # the id a session holding a secret is kept by
         await service.call(_push_feedback, service, id, said)
         return JSONResponse({"session": id, "queued": True})
 
@@ -245,6 +239,7 @@ def api_routes(service: Service) -> APIRouter:
         summary="One session: state, recent verdicts, audit",
     )
     async def session(id: SessionId) -> Response:
+        id = redact_name(id)  # the id a session holding a secret is kept by
         detail = await service.call(service.session_detail, id)
         if detail is None:
             return JSONResponse({"error": f"no session {id!r}"}, 404)

@@ -15,7 +15,6 @@ first field that is wrong.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Callable, Coroutine
@@ -32,7 +31,7 @@ from starlette.responses import JSONResponse, Response
 
 from antiloop.approval.webhook import SIGNATURE_HEADER, TIMESTAMP_HEADER
 from antiloop.core.errors import ChannelError, StoreError
-from antiloop.core.step import MAX_DEPTH, nesting_depth
+from antiloop.core.step import MAX_DEPTH, _loads, nesting_depth, valid_unicode
 from antiloop.server.limits import (
     BadRequest,
     SlowBody,
@@ -211,13 +210,15 @@ def parse_json(body: bytes) -> Any:
     """The JSON document, or ``BadRequest`` naming what is wrong with it."""
     deep = f"the body is nested too deeply (steps: at most {MAX_DEPTH} levels)"
     try:
-        data = json.loads(body)
+        data, opens, checked = _loads(body)  # orjson where it reads the body as the stdlib does
+        if not checked:  # orjson refuses lone surrogates; the stdlib reads them
+            data = valid_unicode(data)
     except RecursionError:
         raise BadRequest(deep) from None
     except ValueError as exc:
         raise BadRequest(f"the body is not JSON: {exc}") from None
     # a batch wraps its steps in two more levels ({"steps": [...]})
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and nesting_depth(data) > MAX_DEPTH + 2:
+    if opens > MAX_DEPTH and nesting_depth(data) > MAX_DEPTH + 2:
         raise BadRequest(deep)
     return data
 

@@ -36,10 +36,17 @@ from antiloop.approval.approvals import feedback_verdict
 from antiloop.budgets import Budgets
 from antiloop.config import GuardConfig
 from antiloop.core.errors import BadStep, StoreError
-from antiloop.core.redact import redact_text, redact_value
-from antiloop.core.step import Step, step_from_dict
+from antiloop.core.redact import (
+    _weak_key,
+    is_sensitive_key,
+    redact_name,
+    redact_text,
+    redact_value,
+)
+from antiloop.core.step import Step, step_from_dict, valid_unicode
 from antiloop.core.verdict import Verdict, invalid_wire
 from antiloop.guard import Guard
+from antiloop.server.groups import StepGroups
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
 from antiloop.stores.split import batch_of
@@ -181,6 +188,7 @@ class Service:
         self.recent = RecentVerdicts()
         self.limits = limits or Limits()
         self.call = StoreCalls(self.limits)
+        self.groups = StepGroups(self)  # POST /v1/steps: requests judged together
 
     def hook(self, dialect: str, body: bytes) -> dict[str, Any]:
         """Answer one Claude Code (or Gemini, Codex) hook delivered over HTTP.
@@ -246,7 +254,10 @@ class Service:
 
     def identity(self, request: Request) -> str | None:
         """Who the request's token belongs to (``dashboard`` for the service token), or None."""
-        given = request.headers.get("authorization", "").encode()
+        return self.identity_of(request.headers.get("authorization", "").encode())
+
+    def identity_of(self, given: bytes) -> str | None:
+        """Who an ``Authorization`` header's token belongs to, or None."""
         found = DEFAULT_IDENTITY if hmac.compare_digest(given, self._token) else None
         for expected, name in self._identities:  # every one compared: no timing tells which
             if hmac.compare_digest(given, expected) and found is None:
@@ -273,6 +284,10 @@ class Service:
         The guard judges, the approvals rule (without waiting: a request is left pending for
         the caller to come back to), and the guard applies the ruling.
         """
+        tool, args, session, agent, paths, cwd = valid_unicode(
+            (tool, args, session, agent, paths, cwd)
+        )
+        tool, session, agent = redact_name(tool), redact_name(session), redact_name(agent)
         verdict = self.guard.check(tool, args, session=session, agent=agent, paths=paths, cwd=cwd)
         call = Call(tool, dict(args), session, agent, paths, cwd)
         return self.guard.apply(self.approvals.gate(call, verdict))
@@ -313,20 +328,23 @@ class Service:
         wire["hint"] = verdict.hint
         wire["session"] = sid
         wire["escalate_to"] = verdict.escalate_to
-        wire = redact_value(wire)
+        wire = _redacted(wire)
         self._remember(step, wire)
-        return wire  # type: ignore[no-any-return]
+        return wire
 
-    def judge_all(self, batch: list[Any]) -> list[dict[str, Any]]:
+    def judge_all(self, batch: list[Any], indexes: list[int] | None = None) -> list[dict[str, Any]]:
         """The wire verdicts of a batch, judged in order (one intervention read per session).
 
         A store with ``batch()`` judges the batch as one: SQLite in one transaction (one
         commit); Redis (and Redis + PostgreSQL) with one read of all its sessions and one save
         of them all with every record (``antiloop.stores.redis.RedisStore.batch``).
+        ``indexes``: each step's index in its own request (a group of requests,
+        ``antiloop.server.groups``); by default its place in ``batch``.
         """
+        at = indexes or range(len(batch))
         seen: dict[str, tuple[str | None, list[str]]] = {}
         if len(batch) < 2 or not callable(getattr(self.store, "batch", None)):
-            return [self.judge(raw, i, seen) for i, raw in enumerate(batch)]
+            return [self.judge(raw, i, seen) for i, raw in zip(at, batch, strict=True)]
         steps: list[Any] = []
         for raw in batch:
             try:
@@ -336,9 +354,9 @@ class Service:
         sessions = [s.session for s in steps if isinstance(s, Step)]
         try:
             with batch_of(self.store, sessions):
-                return [self.judge(step, i, seen) for i, step in enumerate(steps)]
+                return [self.judge(step, i, seen) for i, step in zip(at, steps, strict=True)]
         except StoreError as exc:  # the commit failed: no step of the batch was kept
-            return [self.store_failed(raw, i, exc) for i, raw in enumerate(batch)]
+            return [self.store_failed(raw, i, exc) for i, raw in zip(at, batch, strict=True)]
 
     def store_failed(self, raw: Any, index: int, exc: Exception) -> dict[str, Any]:
         """The wire verdict ``on_store_error`` gives a step the store did not judge in time."""
@@ -418,6 +436,28 @@ class Service:
         }
         self.recent[step.session].append(event)
         self.hub.publish("verdict", event)
+
+
+_PLAIN_KEYS: dict[str, bool] = {}
+"""A verdict's keys, and whether ``redact_value`` treats the key as it treats any other."""
+
+
+def _redacted(wire: dict[str, Any]) -> dict[str, Any]:
+    """``redact_value(wire)`` for a flat verdict: each key's checks made once per process."""
+    out: dict[str, Any] = {}
+    for key, value in wire.items():
+        plain = _PLAIN_KEYS.get(key)
+        if plain is None:
+            plain = not is_sensitive_key(key) and not _weak_key(key)
+            if len(_PLAIN_KEYS) < 64:
+                _PLAIN_KEYS[key] = plain
+        if isinstance(value, str) and plain:
+            out[key] = redact_text(value) if value else value
+        elif value is None or (plain and isinstance(value, int | float)):
+            out[key] = value
+        else:  # a secret-looking key, a list (evidence): as redact_value does it
+            out[key] = redact_value({key: value})[key]
+    return out
 
 
 def _jsonable(value: Any) -> Any:

@@ -20,7 +20,7 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BeforeValidator
 from starlette.responses import JSONResponse, Response
 
-from antiloop.core.redact import redact_value
+from antiloop.core.redact import redact_name, redact_value
 from antiloop.server.routing import api_router, whole_number
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def view_routes(service: Service) -> APIRouter:
         response_model=dict[str, Any],
     )
     async def timeline(id: Annotated[str, Path(description="a session id")]) -> Response:
-        page = await service.call(session_page, service, id)
+        page = await service.call(session_page, service, redact_name(id))
         if page is None:
             return JSONResponse({"error": "no such session"}, status_code=404)
         return JSONResponse(redact_value(page))

@@ -58,9 +58,16 @@ def hide_password(url: str) -> str:
 
 
 def approval_to_json(request: ApprovalRequest) -> str:
-    """The stored form of a request: JSON, its ``args`` redacted (``edited_args`` kept)."""
+    """The stored form of a request: JSON, its ``args`` and ``edited_args`` redacted.
+
+    The numbers of edited arguments are kept (an edited limit such as
+    ``session_hard_tokens`` is a number, and no secret); the call runs with the arguments as
+    the person gave them, which ``Approvals`` keeps in memory.
+    """
     data = request.to_dict()
     data["args"] = redact_value(data["args"])
+    if data.get("edited_args") is not None:
+        data["edited_args"] = redact_value(data["edited_args"], keep_numbers=True)
     return _dumps(data)
 
 

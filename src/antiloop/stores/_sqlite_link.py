@@ -68,7 +68,7 @@ class Link:
         self.version: int | None = None
         self.head: tuple[int, str] | None = None
         self.head_pending = False
-        self.states = StateCache()
+        self.states = StateCache(4096)  # as many sessions as a Redis store keeps
 
     def disconnect(self) -> None:
         """Close the connection (the next use opens a new one)."""

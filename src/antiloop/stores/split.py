@@ -236,9 +236,16 @@ def batch_of(store: Any, sessions: Sequence[str]) -> AbstractContextManager[Any]
     together = getattr(store, "batch", None)
     if not callable(together):
         return nullcontext()
-    if "sessions" in inspect.signature(together).parameters:
+    method = getattr(together, "__func__", together)
+    takes = _TAKES_SESSIONS.get(method)
+    if takes is None:  # read once per store class: a signature costs more than a batch's step
+        takes = _TAKES_SESSIONS[method] = "sessions" in inspect.signature(together).parameters
+    if takes:
         return together(sessions)  # type: ignore[no-any-return]
     return together()  # type: ignore[no-any-return]
+
+
+_TAKES_SESSIONS: dict[Any, bool] = {}
 
 
 def _delegate(to: str, name: str) -> Callable[..., Any]:

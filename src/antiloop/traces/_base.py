@@ -117,12 +117,15 @@ class Source:
 
     @classmethod
     def read(cls, path: Path) -> Source:
-        """Read a file as UTF-8 text, or raise UnknownFormat when it is not text."""
+        """Read a file as UTF-8 text, or raise UnknownFormat when it is not text.
+
+        A file with a NUL byte is no text; in any other, each byte sequence that is not UTF-8
+        becomes U+FFFD (the Unicode rule of steps, ``antiloop.core.step``).
+        """
         data = path.read_bytes()
-        try:
-            return cls(path, data.decode("utf-8-sig"))
-        except UnicodeDecodeError:
-            raise UnknownFormat(f"{path}: not a trace: the file is not UTF-8 text") from None
+        if b"\0" in data:
+            raise UnknownFormat(f"{path}: not a trace: the file is not UTF-8 text")
+        return cls(path, data.decode("utf-8-sig", "replace"))
 
     @property
     def stem(self) -> str:
