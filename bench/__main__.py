@@ -29,6 +29,7 @@ SUITES = {
     "capacity": "bench.capacity",
     "service": "bench.service",
     "compiled": "bench.compiled",
+    "outage": "bench.outage",
     "second_family": "bench.second_family",
     "redaction": "bench.redaction",
 }

@@ -35,6 +35,16 @@ if ROOT.name == "mutants":
 # socket directory of their own.
 os.environ["ANTILOOP_HOOKD"] = "0"
 
+# Steps answered while a test's store was down are journaled (antiloop.outage) in a directory
+# of the run's own, never in the home directory; the replicas a test starts inherit it.
+if "ANTILOOP_JOURNAL" not in os.environ:
+    import tempfile
+
+    os.environ["ANTILOOP_JOURNAL"] = tempfile.mkdtemp(prefix="antiloop-journal-")
+# The fault tests written before the retries see each store failure at once; the outage tests
+# (tests/stores/test_outage*.py) set their retry window themselves.
+os.environ.setdefault("ANTILOOP_RETRY_WINDOW", "0")
+
 
 def missing(what: str) -> NoReturn:
     """Skip for want of ``what``; under CI=true fail naming it (CI has everything)."""

@@ -296,7 +296,8 @@ def test_a_failing_store_allows_or_blocks_as_configured() -> None:
     blocked = Guard(store=BrokenStore(), on_store_error="block").record(read_step())
     assert (blocked.action, blocked.detector, blocked.outcome) == (Action.BLOCK, "store", "error")
     assert blocked.reason == (
-        "The guard's store failed (disk on fire); calls are blocked until it is back."
+        "The guard's store is unreachable (disk on fire); this call is refused, the session "
+        "is not ended."
     )
 
 

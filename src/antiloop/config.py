@@ -35,6 +35,7 @@ TABLES = (
     "fleet",
     "canonical",
     "readings",
+    "outage",
 )
 
 

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from antiloop.config import FleetConfig
     from antiloop.embed import Embedder
     from antiloop.fleet import Fleet
+    from antiloop.outage import OutageConfig
 
 __all__ = ["Guard", "LazyEmbedder", "Listener", "default_detector"]
 
@@ -97,6 +98,9 @@ class Guard:
             limit answers ``ask`` (a person decides, with ``approvals``), a hard one stops.
         fleet: the fleet controls (``antiloop.fleet``: kill switch, known loops), or the
             ``[fleet]`` settings to open them over the store (shared through a Redis store).
+        outage: how a failing store is ridden out (``antiloop.outage``: retries with backoff
+            for ``retry_window`` seconds, then ``on_store_error``, the step journaled locally
+            and replayed when the store is back); the ``[outage]`` defaults when not given.
         telemetry: export each step to OpenTelemetry when the standard OTLP environment
             names an endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT``, ``antiloop.telemetry``; the
             ``otel`` extra); False never does.
@@ -125,6 +129,7 @@ class Guard:
         approvals: Approvals | None = None,
         budgets: Budgets | None = None,
         fleet: Fleet | FleetConfig | None = None,
+        outage: OutageConfig | None = None,
         telemetry: bool = True,
     ) -> None:
         from antiloop.stores.memory import MemoryStore  # here: it imports approval requests
@@ -155,6 +160,12 @@ class Guard:
             store = open_store(store)
         self.store: Store = store if store is not None else MemoryStore()
         self._retries = callable(getattr(self.store, "judge", None))
+        from antiloop.outage import OutageConfig
+        from antiloop.outage.rider import Rider
+
+        self.outage = outage or OutageConfig()
+        self._rides = not isinstance(self.store, MemoryStore)  # memory never fails
+        self.rider = Rider(self.outage, self.store, self._put_journaled, clock)
         self.on_store_error = on_store_error or self.config.on_store_error
         self.clock = clock
         if audit is None:  # an in-process guard keeps no log unless asked: memory stays bounded
@@ -207,7 +218,8 @@ class Guard:
         """A Guard from a config file path (TOML or JSON), a mapping, or a GuardConfig.
 
         OpenTelemetry export (``antiloop.telemetry``) is attached when the OTLP environment or
-        the file's ``[telemetry]`` table asks for it; ``[budgets]`` gives ``budgets``.
+        the file's ``[telemetry]`` table asks for it; ``[budgets]`` gives ``budgets`` and
+        ``[outage]`` ``outage``.
         """
         from antiloop.config import read_settings
 
@@ -221,6 +233,10 @@ class Guard:
             settings = read_settings(source)
             config = settings.config()
             telemetry, where = settings.tables.get("telemetry"), settings.source
+            if "outage" in settings.tables and "outage" not in kw:
+                from antiloop.outage import OutageConfig
+
+                kw["outage"] = OutageConfig.from_mapping(settings.tables["outage"], where)
             if "budgets" in settings.tables and "budgets" not in kw:
                 from antiloop.budgets import Budgets
 
@@ -320,7 +336,9 @@ class Guard:
                 with contextlib.suppress(StoreError):
                     self.end(sid, killed)
                 return killed
-        state = self.store.peek(sid)
+        # a failing store is ridden out; past the window, the caller gets the StoreError
+        peek = self.store.peek
+        state = self.ride_out(lambda: peek(sid)) if self._rides else peek(sid)
         return decide.refuse(state, tool, args, agent, paths, cwd, self.policy)
 
     # -- after a call ----------------------------------------------------------------------
@@ -355,26 +373,93 @@ class Guard:
             # a store that may run the judgement again (a lost reply, a conflict) judges a
             # step once by an id of its own: a retry then answers, it does not count twice
             step_id = "~" + os.urandom(12).hex()
+        if not self._rides:
+            try:
+                verdict = self._judged(step, step_id, self._step_event)
+            except StoreError as exc:
+                verdict = self._store_failed(exc, step.session)
+            return step, verdict if fleet is None else fleet.after(step, verdict)
+        ids = [step_id]
+
+        def attempt() -> Verdict:
+            try:
+                return self._judged(step, ids[0], self._step_event)
+            except StoreError:
+                if ids[0] is None:  # the attempts after this one, and the journal, use an id
+                    ids[0] = "~" + os.urandom(12).hex()
+                raise
+
+        failed = self.rider.catch_up()  # the journal first; its failure is this step's too
         try:
-            judge = getattr(self.store, "judge", None) if self._retries else None
-            if judge is not None:
-                audit = self._audit is not None
-
-                def judged(state: SessionState) -> tuple[Verdict, tuple[AuditEvent, ...]]:
-                    verdict, fresh = decide.judge(state, step, self.policy, step_id)
-                    if not audit or not fresh:
-                        return verdict, ()
-                    return verdict, (self._audit_event("step", step, verdict, state.steps - 1),)
-
-                verdict: Verdict = judge(step.session, judged)
-            else:
-                with self.store.transaction(step.session) as state:
-                    verdict, fresh = decide.judge(state, step, self.policy, step_id)
-                    if self._audit is not None and fresh:
-                        self._audit(self._audit_event("step", step, verdict, state.steps - 1))
+            if failed is not None and self.rider.down:
+                raise failed
+            verdict = self.ride_out(attempt)
         except StoreError as exc:
-            verdict = self._store_failed(exc, step.session)
+            verdict = self._store_failed(exc, step.session, step, ids[0])
         return step, verdict if fleet is None else fleet.after(step, verdict)
+
+    def _judged(
+        self,
+        step: Step,
+        step_id: str | None,
+        event: Callable[[Step, Verdict, int], AuditEvent],
+    ) -> Verdict:
+        """Judge a step in the store (once, no retry); ``event`` makes its audit record."""
+        judge = getattr(self.store, "judge", None) if self._retries else None
+        audit = self._audit is not None
+        if judge is not None:
+
+            def judged(state: SessionState) -> tuple[Verdict, tuple[AuditEvent, ...]]:
+                verdict, fresh = decide.judge(state, step, self.policy, step_id)
+                if not audit or not fresh:
+                    return verdict, ()
+                return verdict, (event(step, verdict, state.steps - 1),)
+
+            found: Verdict = judge(step.session, judged)
+            return found
+        with self.store.transaction(step.session) as state:
+            verdict, fresh = decide.judge(state, step, self.policy, step_id)
+            if self._audit is not None and fresh:
+                self._audit(event(step, verdict, state.steps - 1))
+        return verdict
+
+    def _step_event(self, step: Step, verdict: Verdict, index: int) -> AuditEvent:
+        return self._audit_event("step", step, verdict, index)
+
+    # -- outages (antiloop.outage) -----------------------------------------------------------
+
+    def ride_out(self, call: Callable[[], R]) -> R:
+        """``call()`` tried again for ``outage.retry_window`` on a StoreError (``Rider``)."""
+        return self.rider.ride_out(call)
+
+    def _put_journaled(self, entry: dict[str, Any]) -> None:
+        """Record a journaled step in the store: judged, its record marked unguarded."""
+        from antiloop.outage.rider import answered_verdict
+
+        given = answered_verdict(entry)
+        at = float(entry.get("at") or self.clock())
+
+        def event(step: Step, judged: Verdict, index: int) -> AuditEvent:
+            return replace(
+                self._audit_event("step", step, given, index),
+                at=at,
+                detail={
+                    "unguarded": True,
+                    "judged": judged.action.name.lower(),
+                    "judged_detector": judged.detector,
+                    "replayed_at": self.clock(),
+                    "store_error": str(entry.get("error", ""))[:500],
+                },
+            )
+
+        self._judged(step_from_dict(entry["step"]), str(entry["id"]), event)
+
+    def replay_journal(self) -> int:
+        """Put the steps journaled during an outage into the store now; how many went in.
+
+        Journals left by processes that ended are adopted first.
+        """
+        return self.rider.replay_now()
 
     def _check_in(self, verdict: Verdict, step: Step) -> dict[str, Any] | None:
         """What a person is shown at a budget check-in; None for any other verdict."""
@@ -388,19 +473,36 @@ class Guard:
         for listener in self.listeners:
             listener.on_verdict(step, verdict)
 
-    def _store_failed(self, exc: StoreError, session: str) -> Verdict:
-        """The store failed: follow ``on_store_error`` (allow with a loud log, or block)."""
+    def _store_failed(
+        self,
+        exc: StoreError,
+        session: str,
+        step: Step | None = None,
+        step_id: str | None = None,
+    ) -> Verdict:
+        """The store failed: follow ``on_store_error`` (allow, loudly, or block this call).
+
+        With ``step``, the step is journaled to be recorded when the store is back; a step the
+        journal cannot take is refused under either policy (nothing answered goes unrecorded).
+        """
         message = f"antiloop: store {self.store.url} failed for session {session!r}: {exc}"
-        if self.on_store_error == "block":
+        block = self.on_store_error == "block"
+        verdict = _store_block(str(exc)) if block else _unguarded(str(exc))
+        if step is not None and self._rides and self.outage.journal_dir is not None:
+            try:
+                self.rider.keep(step, step_id or "~" + os.urandom(12).hex(), verdict, exc)
+            except StoreError as full:
+                _log().error("%s; %s: refusing the call", message, full)
+                return _store_block(f"{exc}; {full}")
+        if block:
             _log().error("%s; blocking the call (on_store_error=block)", message)
-            return Verdict.block(
-                "store",
-                f"The guard's store failed ({exc}); calls are blocked until it is back.",
-                outcome="error",
-                hint="The guard cannot record steps right now; wait, or ask for help.",
-            )
-        _log().error("%s; allowing the call unguarded (on_store_error=allow)", message)
-        return Verdict.ok(reason=f"unguarded: the store failed ({exc})")
+        else:
+            _log().error("%s; allowing the call unguarded (on_store_error=allow)", message)
+        return verdict
+
+    def unrecorded(self, step: Step, exc: StoreError) -> Verdict:
+        """The verdict ``on_store_error`` gives a step the store did not take; journaled."""
+        return self._store_failed(exc, step.session, step, step.id)
 
     def _audit_event(
         self, kind: str, step: Step, verdict: Verdict | None, index: int | None
@@ -528,3 +630,19 @@ class Guard:
             return wrapped(self, func, tool or func.__name__, agent)
 
         return decorate(fn) if fn is not None else decorate
+
+
+def _unguarded(problem: str) -> Verdict:
+    """``on_store_error="allow"``: go on, unguarded."""
+    return Verdict.ok(reason=f"unguarded: the store failed ({problem})")
+
+
+def _store_block(problem: str) -> Verdict:
+    """``on_store_error="block"``: this call is refused; the session goes on."""
+    return Verdict.block(
+        "store",
+        f"The guard's store is unreachable ({problem}); this call is refused, the session "
+        "is not ended.",
+        outcome="error",
+        hint="The guard cannot record steps right now: wait a few seconds and try again.",
+    )

@@ -23,6 +23,9 @@ Call = Callable[..., dict[str, Any] | None]
 def env(tmp_path: Path) -> dict[str, str]:
     """An environment whose store lives in tmp_path and whose config is none."""
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("ANTILOOP_", "CLAUDE_"))}
+    for kept in ("ANTILOOP_JOURNAL", "ANTILOOP_RETRY_WINDOW"):  # the run's own (tests/conftest.py)
+        if kept in os.environ:
+            clean[kept] = os.environ[kept]
     clean["ANTILOOP_STORE"] = f"sqlite:///{tmp_path / 'store' / 'antiloop.db'}"
     clean["ANTILOOP_HOOKD"] = "0"  # answered in the process; test_daemon.py turns it on
     return clean

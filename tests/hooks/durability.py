@@ -60,6 +60,9 @@ def fleet_env(tmp: Path, fail: str, pythonpath: str | None = None) -> dict[str, 
     measures the code before the fix with it).
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTILOOP_", "CLAUDE_"))}
+    for kept in ("ANTILOOP_JOURNAL", "ANTILOOP_RETRY_WINDOW"):  # the run's own (tests/conftest.py)
+        if kept in os.environ:
+            env[kept] = os.environ[kept]
     env.update(
         {
             "ANTILOOP_STORE": f"sqlite:///{tmp / 'store' / 'antiloop.db'}",

@@ -65,6 +65,19 @@ def _step(session: str, path: str, output: str = "x") -> dict[str, Any]:
     return {"session": session, "tool": "Read", "args": {"file_path": path}, "output": output}
 
 
+def _replayed(db: Path, session: str) -> None:
+    """A step answered during a store outage, recorded from the journal (``antiloop.outage``)."""
+    import time
+
+    from antiloop import Guard
+
+    guard = Guard(store=f"sqlite:///{db}")
+    answered = {"action": "continue", "reason": "unguarded: the store failed (a test)"}
+    entry = {"id": "j-1", "at": time.time(), "step": _step(session, "j"), "answered": answered}
+    guard._put_journaled(entry)
+    guard.store.close()
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A service with a stopped loop, a pending and a decided approval; a browser on it."""
@@ -74,13 +87,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
         from playwright.sync_api import sync_playwright
     except ImportError:
         _need("the playwright package is missing: pip install -e '.[dev]'")
-    server = start_server(tmp_path_factory.mktemp("dash"))
+    where = tmp_path_factory.mktemp("dash")
+    server = start_server(where)
     looped = "loop-" + uuid.uuid4().hex[:6]
     grep = {"session": looped, "tool": "Grep", "args": {"pattern": "needle"}, "output": "none"}
     _, judged = server.call("POST", "/v1/steps", [_step(looped, "a"), grep, grep])
     waiting, pending = _ask(server, "rm -rf build")
     _, decided = _ask(server, "git push --force")
     server.call("POST", f"/v1/approvals/{decided}", {"decision": "deny", "comment": "not today"})
+    unguarded = "outage-" + uuid.uuid4().hex[:6]
+    _replayed(next(where.glob("antiloop-*.db")), unguarded)  # the store exists by now
     outside: list[str] = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
@@ -114,6 +130,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
             "waiting": waiting,
             "pending": pending,
             "decided": decided,
+            "unguarded": unguarded,
         }
         browser.close()
     stop_server(server)
@@ -362,3 +379,14 @@ def test_tab_starts_with_the_skip_link(page: Any, world: Any) -> None:
     assert page.locator("#session").is_visible()  # still the session's page
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.tagName") in {"A", "BUTTON", "INPUT", "UL"}
+
+
+def test_a_step_recorded_after_an_outage_is_marked_unguarded(page: Any, world: Any) -> None:
+    """The audit table marks a record the journal put in after an outage."""
+    page.goto(f"{world['server'].url}/#/session/{world['unguarded']}")
+    record = page.locator("#s-audit tr.record").first
+    record.wait_for()
+    assert record.locator(".unguarded").inner_text().strip() == "unguarded"
+    page.goto(f"{world['server'].url}/#/session/{world['looped']}")
+    page.locator("#s-audit tr.record").first.wait_for()
+    assert page.locator("#s-audit .unguarded").count() == 0

@@ -8,6 +8,7 @@ under ``CI=true``, they fail. Each test gets its own Redis key prefix and Postgr
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -80,10 +81,29 @@ def postgres_base() -> str:
 
 
 def free_port() -> int:
-    """A port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port free on 127.0.0.1 right now; within ``ANTILOOP_TEST_PORTS`` (``7200-7299``) when
+    set, so that a test's own servers stay in a range of ports given to it on a shared host."""
+    low, _, high = os.environ.get("ANTILOOP_TEST_PORTS", "").partition("-")
+    candidates = [0]
+    if low.isdigit() and high.isdigit():
+        candidates = list(range(int(low), int(high) + 1))
+        random.shuffle(candidates)
+    for port in candidates:
+        if port in _GIVEN:  # handed out already (its server may not have bound it yet)
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            found = int(s.getsockname()[1])
+            if port:
+                _GIVEN.add(found)
+            return found
+    raise AssertionError(f"no free port in ANTILOOP_TEST_PORTS={low}-{high}")
+
+
+_GIVEN: set[int] = set()
 
 
 def _cluster_port() -> int:

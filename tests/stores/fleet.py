@@ -122,7 +122,11 @@ class Load:
     setup: Callable[[], None] = lambda: None
     sent: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     answers: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: send a step answered by a store failure again (False: take the answer, as an agent does)
+    retry_unguarded: bool = True
     failures: int = 0  # store failures and replicas that did not answer, all retried
+    unguarded: int = 0  # store-failure answers taken (retry_unguarded=False)
+    waits: list[float] = field(default_factory=list)  # seconds from first send to its answer
     acked: list[tuple[str, float]] = field(default_factory=list)  # (replica, when)
     done_steps: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -163,6 +167,10 @@ class Load:
                     answer = self._post(url, body)
                     if answer is not None and not _failed(answer):
                         break
+                    if answer is not None and not self.retry_unguarded:
+                        with self._lock:
+                            self.unguarded += 1
+                        break
                     with self._lock:
                         self.failures += 1
                     if time.monotonic() - started > self.give_up:
@@ -174,6 +182,7 @@ class Load:
                 with self._lock:
                     self.done_steps += 1
                     self.acked.append((url, time.monotonic()))
+                    self.waits.append(time.monotonic() - started)
                 time.sleep(self.pace)
 
     def run(self, fault: Callable[[Load], None]) -> None:

@@ -13,7 +13,6 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.stores.conftest import free_port
 from tests.stores.faults import store_failed, tally
 
 from antiloop import Guard, GuardConfig, Step
@@ -32,13 +32,6 @@ from antiloop.core.verdict import Action, Verdict
 pytestmark = pytest.mark.postgres
 
 CONFIG = GuardConfig(detectors=("repeat", "cycle"), embedder="ngram")
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _missing(reason: str) -> None:

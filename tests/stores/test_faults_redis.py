@@ -22,22 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.stores.conftest import free_port
 from tests.stores.faults import store_failed, tally
 
 from antiloop import Guard, GuardConfig, Step
 from antiloop.core.verdict import Action, Verdict
+from antiloop.outage import OutageConfig
 
 pytestmark = pytest.mark.redis
 
 CONFIG = GuardConfig(detectors=("repeat", "cycle"), embedder="ngram")
+NO_JOURNAL = OutageConfig(retry_window=0, journal="")
 COMMIT_MARK = b"'locked'"  # a word only the commit script carries
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RedisServer:
@@ -261,7 +257,11 @@ def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
     def work(w: int) -> None:
         session = f"w{w}"
         guard = Guard(
-            store=redis_server.url(timeout=1), config=CONFIG, audit=True, on_store_error=policy
+            store=redis_server.url(timeout=1),
+            config=CONFIG,
+            audit=True,
+            on_store_error=policy,
+            outage=NO_JOURNAL,  # the store's own durability; the journal's is test_outage*.py
         )
         got = verdicts[session] = []
         n = -1

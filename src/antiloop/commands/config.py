@@ -67,6 +67,10 @@ def describe(path: Path | str) -> str:
         from antiloop.config import FleetConfig
 
         FleetConfig.from_mapping(settings.tables["fleet"], settings.source)
+    if "outage" in settings.tables:
+        from antiloop.outage import OutageConfig
+
+        OutageConfig.from_mapping(settings.tables["outage"], settings.source)
     if "telemetry" in settings.tables:
         from antiloop.telemetry import telemetry_settings
 

@@ -1,7 +1,9 @@
 """``antiloop log``: the audit log: sessions, one session's timeline, live follow, export, verify.
 
     antiloop log                      the sessions, most recent first
-    antiloop log SESSION              one session's timeline
+    antiloop log SESSION              one session's timeline (a step answered while the
+                                      store was down reads "(unguarded)": it was recorded
+                                      from the local journal when the store was back)
     antiloop log SESSION -f           ... and follow it live (Ctrl+C stops)
     antiloop log [SESSION] --jsonl    export records as JSON lines
     antiloop log [SESSION] --approvals
@@ -401,6 +403,12 @@ def _row(r: AuditRecord, with_session: bool) -> tuple[str, ...]:
         detail = r.args
     if r.approved_by:
         detail += f" (approved by {r.approved_by})"
+    action = r.action or ""
+    if r.detail.get("unguarded"):  # answered while the store was down, recorded on its return
+        action += " (unguarded)"
+        judged, back = r.detail.get("judged"), r.detail.get("replayed_at")
+        later = f"recorded at {_when(back, False)}" if isinstance(back, int | float) else "recorded"
+        detail = f"[{later}; the guard's verdict then: {judged}] {detail}"
     row: tuple[str, ...] = (
         str(r.seq),
         _when(r.at, False),
@@ -409,7 +417,7 @@ def _row(r: AuditRecord, with_session: bool) -> tuple[str, ...]:
         "" if r.index is None else str(r.index),
         r.kind,
         r.tool or "",
-        r.action or "",
+        action,
         " ".join(detail.split()),
     )
     return row if with_session else row[:2] + row[3:]

@@ -12,6 +12,7 @@ from antiloop.core.errors import ConfigError, MissingExtra
 
 if TYPE_CHECKING:
     from antiloop.config import FleetConfig
+    from antiloop.outage import OutageConfig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -72,6 +73,7 @@ def load(path: str | None) -> tuple[object | None, object | None, object | None]
     approval = data.pop("approval", None)
     data.pop("telemetry", None)  # read by antiloop.telemetry.attach_from
     data.pop("fleet", None)  # read by fleet_config
+    data.pop("outage", None)  # read by outage_config
     limits = data.pop("budgets", None)
     rules = load_rules({t: data.pop(t) for t in ("canonical", "readings") if t in data}, str(file))
     guard = data.pop("guard", data)
@@ -98,6 +100,18 @@ def fleet_config(path: str | None) -> FleetConfig:
     raw = file.read_bytes()
     data = json.loads(raw) if file.suffix == ".json" else tomllib.loads(raw.decode())
     return FleetConfig.from_mapping(data.get("fleet", {}), str(file))
+
+
+def outage_config(path: str | None) -> OutageConfig:
+    """The ``[outage]`` table of the config (``antiloop.outage.OutageConfig``)."""
+    from antiloop.outage import OutageConfig
+
+    if path is None:
+        return OutageConfig()
+    from antiloop.config import read_settings
+
+    settings = read_settings(path)
+    return OutageConfig.from_mapping(settings.tables.get("outage", {}), settings.source)
 
 
 def run(ns: argparse.Namespace) -> int:
@@ -143,6 +157,7 @@ def run(ns: argparse.Namespace) -> int:
         channels=channels,  # type: ignore[arg-type]
         webhook_secret=secret,
         limits=Limits(max_body=ns.max_body, store_timeout=ns.store_timeout),
+        outage=outage_config(ns.config),
     )
     from antiloop.fleet import open_fleet
 

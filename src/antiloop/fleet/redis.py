@@ -156,7 +156,7 @@ class RedisFleet(Fleet):
     def from_url(
         cls, url: str, config: FleetConfig | None = None, *, watch: bool = True
     ) -> RedisFleet:
-        """The fleet of the store at ``redis://…?prefix=…`` (or ``redis+cluster://…``)."""
+        """The fleet of the store at ``redis://…?prefix=…`` (or ``+cluster``, ``+sentinel``)."""
         try:
             import redis
         except ImportError as exc:
@@ -164,10 +164,16 @@ class RedisFleet(Fleet):
         base, opts = split_options(url, URL_OPTIONS)
         prefix = str(opts.get("prefix", "antiloop"))
         parts = urlsplit(base)
+        client: Any
         try:
-            if parts.scheme.endswith("+cluster"):
+            if parts.scheme.endswith("+sentinel"):  # the master the Sentinels name
+                from antiloop.stores.redis import _sentinel_master
+
+                password = opts.get("sentinel_password")
+                client = _sentinel_master(base, TIMEOUT, str(password) if password else None)
+            elif parts.scheme.endswith("+cluster"):
                 scheme = parts.scheme.removesuffix("+cluster")
-                client: Any = redis.RedisCluster.from_url(
+                client = redis.RedisCluster.from_url(
                     urlunsplit((scheme, parts.netloc, "", parts.query, "")),
                     socket_timeout=TIMEOUT,
                     socket_connect_timeout=TIMEOUT,

@@ -147,7 +147,8 @@ class HookHandler:
                 store = open_store(store or default_store_url())
             if self._timeout is not None and hasattr(store, "timeout"):
                 store.timeout = min(store.timeout, self._timeout)
-            _open(store)
+            if store.url.startswith("sqlite:"):  # a server store: the guard rides out an outage
+                _open(store)  # and journals the step (antiloop.outage)
             config = self.config.guard_config()
             config = replace(config, allow_repeat_tools=(*config.allow_repeat_tools, TURN_END))
             embedder = LazyEmbedder(config.embedder)

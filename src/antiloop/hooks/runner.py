@@ -142,7 +142,10 @@ def _run(
         telemetry = None
         try:
             telemetry = _telemetry(handler, config, env, limit)
-            box["outcome"] = handler.handle(event)
+            from antiloop.outage import deadline
+
+            with deadline(limit):  # store retries end in time to answer (and journal the step)
+                box["outcome"] = handler.handle(event)
         except BaseException as exc:
             box["error"] = exc
         finally:

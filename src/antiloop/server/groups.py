@@ -24,7 +24,7 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from antiloop.server.limits import Limits, StoreCalls, StoreTimeout
+from antiloop.server.limits import Limits, StoreCalls, StoreTimeout, within
 
 __all__ = ["MAX_GROUP", "StepGroups"]
 
@@ -94,7 +94,9 @@ class StepGroups:
         indexes = [index for steps, _ in group for index in range(len(steps))]
         token = self._running = object()
         self.judged += 1
-        judged = loop.run_in_executor(self._pool, self.service.judge_all, flat, indexes)
+        timeout = self.service.call.timeout  # its store retries end in time (antiloop.outage)
+        judge = self.service.judge_all
+        judged = loop.run_in_executor(self._pool, within, timeout, judge, flat, indexes)
         # A group the store does not judge in time is left to its thread; the next one goes.
         late = loop.call_later(self.service.call.timeout, self._moved_on, loop, token)
 

@@ -100,7 +100,7 @@ class StoreCalls:
         """
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(self._threads)
-        call = functools.partial(fn, *args, **kwargs)
+        call = functools.partial(within, self.timeout, fn, *args, **kwargs)
         try:
             with anyio.fail_after(self.timeout):
                 return await anyio.to_thread.run_sync(
@@ -108,6 +108,14 @@ class StoreCalls:
                 )
         except TimeoutError:
             raise StoreTimeout(f"the store did not answer within {self.timeout:g} s") from None
+
+
+def within(seconds: float, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` under a deadline: store retries end in time to answer."""
+    from antiloop.outage import deadline
+
+    with deadline(seconds):
+        return fn(*args, **kwargs)
 
 
 def http_protocol(limits: Limits) -> Any:

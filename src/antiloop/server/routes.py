@@ -166,7 +166,7 @@ def api_routes(service: Service) -> APIRouter:
                 paths=tuple(call.paths or ()),
                 cwd=call.cwd,
             )
-        except StoreTimeout as exc:  # the store hung: the call follows on_store_error
+        except (StoreTimeout, StoreError) as exc:  # down or hung: the call follows on_store_error
             failed = service.guard._store_failed(StoreError(str(exc)), session)
             return JSONResponse(
                 {**failed.to_wire(0), "hint": failed.hint, "args": args, "approval": None}

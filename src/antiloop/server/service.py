@@ -46,6 +46,8 @@ from antiloop.core.redact import (
 from antiloop.core.step import Step, step_from_dict, valid_unicode
 from antiloop.core.verdict import Verdict, invalid_wire
 from antiloop.guard import Guard
+from antiloop.outage import OutageConfig
+from antiloop.outage.retry import paused_replay
 from antiloop.server.groups import StepGroups
 from antiloop.server.limits import BadRequest, Limits, StoreCalls
 from antiloop.stores import Store
@@ -150,6 +152,7 @@ class Service:
         webhook_secret: the HMAC secret answers on ``/v1/approvals/{id}/answer`` are signed with.
         clock: seconds since the epoch.
         limits: body, header and store limits (``antiloop.server.limits.Limits``).
+        outage: how a failing store is ridden out and journaled (``antiloop.outage``).
     """
 
     def __init__(
@@ -165,6 +168,7 @@ class Service:
         tokens: Mapping[str, str] | None = None,
         limits: Limits | None = None,
         budgets: Budgets | None = None,
+        outage: OutageConfig | None = None,
     ) -> None:
         if not token:
             raise ValueError("the service needs a token")
@@ -174,7 +178,10 @@ class Service:
         if any(not name.strip() or len(t) < 8 for name, t in (tokens or {}).items()):
             raise ValueError("each named token needs a name and at least 8 characters")
         self.guard = Guard(
-            config=config or GuardConfig(embedder="ngram"), store=store, budgets=budgets
+            config=config or GuardConfig(embedder="ngram"),
+            store=store,
+            budgets=budgets,
+            outage=outage,
         )
         self.store = self.guard.store
         self.approvals = Approvals(self.store, policy, channels or [], clock=clock, wait=False)
@@ -352,17 +359,36 @@ class Service:
             except BadStep:
                 steps.append(raw)  # judge() answers it as invalid
         sessions = [s.session for s in steps if isinstance(s, Step)]
-        try:
-            with batch_of(self.store, sessions):
-                return [self.judge(step, i, seen) for i, step in zip(at, steps, strict=True)]
-        except StoreError as exc:  # the commit failed: no step of the batch was kept
-            return [self.store_failed(raw, i, exc) for i, raw in zip(at, batch, strict=True)]
+        guard = self.guard
+        guard.rider.catch_up()  # steps journaled in an outage go in before this batch
 
-    def store_failed(self, raw: Any, index: int, exc: Exception) -> dict[str, Any]:
-        """The wire verdict ``on_store_error`` gives a step the store did not judge in time."""
+        def attempt() -> list[dict[str, Any]]:
+            with paused_replay(), batch_of(self.store, sessions):
+                return [self.judge(step, i, seen) for i, step in zip(at, steps, strict=True)]
+
+        try:
+            return guard.ride_out(attempt)
+        except StoreError as exc:  # the commit failed: no step of the batch was kept
+            return [
+                self.store_failed(raw, i, exc, step)
+                for i, raw, step in zip(at, batch, steps, strict=True)
+            ]
+
+    def store_failed(
+        self, raw: Any, index: int, exc: Exception, step: Step | None = None
+    ) -> dict[str, Any]:
+        """The wire verdict ``on_store_error`` gives a step the store did not judge in time.
+
+        With ``step`` (the store failed, nothing of it was kept) the step is journaled; without
+        (the request's deadline passed) the worker still judging it records or journals it.
+        """
         sid = raw.get("session") if isinstance(raw, dict) else None
         sid = sid if isinstance(sid, str) else "default"
-        verdict = self.guard._store_failed(StoreError(str(exc)), sid)
+        error = exc if isinstance(exc, StoreError) else StoreError(str(exc))
+        if isinstance(step, Step):
+            verdict = self.guard.unrecorded(step, error)
+        else:
+            verdict = self.guard._store_failed(error, sid)
         wire = verdict.to_wire(index)
         wire["hint"] = verdict.hint
         wire["session"] = sid

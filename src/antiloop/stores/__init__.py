@@ -5,6 +5,7 @@ A store is chosen by URL; built-ins are found the way a third party's are::
     "memory://"                 in this process only (the library's default)
     "sqlite:///path/to/db"      the default of the CLI, hooks and service
     "redis://host:6379/0"       a fleet of guards sharing sessions
+    "redis+sentinel://h:26379,h2:26379/mymaster/0"   ... through Redis Sentinel
     "postgresql://…"            audit and approvals for a fleet
 
 ``open_store(state_url, records=records_url)`` keeps session state in one store (say Redis)

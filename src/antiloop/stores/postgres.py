@@ -9,10 +9,11 @@ stays whole with many writers. Deciding an approval locks its row too.
 The connection is opened on first use and opened again after it breaks, so a guard started
 while the server is down, or that lost it, works again once the server is back.
 
-Every call has a deadline, ``timeout`` (default 5 s): the server cancels a statement past it
-(``statement_timeout``), and a watchdog shuts the connection's socket when the server does not
-answer at all (stopped, hung, a network that drops packets), so a step then follows
-``on_store_error`` instead of waiting; the next call opens a new connection.
+Every call has a deadline, ``timeout`` (default 5 s), or the step's own when sooner (the end of
+its retry window or of its request, ``antiloop.outage``): the server cancels a statement past
+``timeout`` (``statement_timeout``), and a watchdog shuts the connection's socket when the
+server does not answer at all (stopped, hung, a network that drops packets), so the call fails
+instead of waiting; the next call opens a new connection.
 
 URL options: ``schema``, ``audit_cap`` (bytes), ``timeout`` (seconds; also the connect timeout
 unless ``connect_timeout`` is given); the rest goes to libpq.
@@ -31,6 +32,7 @@ from typing import Any, ClassVar, NoReturn, TypeVar
 
 from antiloop.core.errors import ConfigError, MissingExtra, StoreError
 from antiloop.core.history import SessionState
+from antiloop.outage.retry import time_left
 from antiloop.stores._common import hide_password, split_options
 from antiloop.stores._sql import POSTGRES, SQLRecords, statements, tables
 from antiloop.stores.codec import StateCache, encode_state
@@ -50,6 +52,8 @@ SCHEMA_VERSION = max(MIGRATIONS)
 
 DEFAULT_TIMEOUT = 5.0
 """Seconds a PostgreSQL call may take before the step follows on_store_error."""
+MIN_CALL = 0.05
+"""Seconds a call gets at least, however close the step's deadline."""
 
 
 class _Watchdog:
@@ -74,8 +78,12 @@ class _Watchdog:
     @contextlib.contextmanager
     def watch(self, conn: Any) -> Iterator[None]:
         """Give the calls in this block ``timeout`` seconds on ``conn``."""
+        limit = self.timeout
+        left = time_left()  # the step's own deadline (antiloop.outage), when sooner
+        if left is not None:
+            limit = max(min(limit, left), MIN_CALL)
         with self._cond:
-            self._deadline = time.monotonic() + self.timeout
+            self._deadline = time.monotonic() + limit
             self._conn = conn
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -118,6 +126,14 @@ class _Watchdog:
                 self.fired += 1
                 self.shut = conn
                 _shut(conn)
+
+
+def _connect_limit(seconds: float) -> int:
+    """Libpq's connect_timeout (whole seconds, at least 1), within the step's own deadline."""
+    left = time_left()
+    if left is not None:
+        seconds = min(seconds, left)
+    return max(round(seconds), 1)
 
 
 def _shut(conn: Any) -> None:
@@ -233,7 +249,7 @@ class PostgresStore(SQLRecords):
             conn = psycopg.connect(
                 self.conninfo,
                 autocommit=True,
-                connect_timeout=max(round(self.connect_timeout), 1),
+                connect_timeout=_connect_limit(self.connect_timeout),
                 options=f"-c search_path={self.schema} -c statement_timeout={ms}",
             )
         except psycopg.Error as exc:

@@ -46,6 +46,10 @@ appends nothing for ids it holds, so a step whose save failed after its records 
 failed over) is recorded once when it is sent again.
 Deciding an approval is a WATCH/MULTI retry loop.
 
+Redis Sentinel: ``redis+sentinel://[:password@]host:port,host:port/<master name>[/db]``; the
+Sentinels are asked for the master (and again when it stops answering or turns replica); the
+password is the master's (Sentinels with a password of their own: ``sentinel_password``).
+
 URL options (taken out of the URL before it reaches redis-py): ``prefix``, ``ttl`` (seconds),
 ``lock_ttl`` (seconds), ``audit_cap`` (bytes), ``timeout`` (socket and connect timeout,
 seconds, default 2: a hung server costs a step at most that, then ``on_store_error`` applies),
@@ -209,6 +213,7 @@ URL_OPTIONS: dict[str, type] = {
     "audit_cap": int,
     "timeout": float,
     "wait_replicas": int,
+    "sentinel_password": str,
 }
 
 
@@ -272,6 +277,9 @@ class RedisStore(Records):
 
         ``redis+cluster://host:port`` (or ``rediss+cluster://``) opens a Redis Cluster from
         any of its nodes (database 0, the only one a cluster has).
+        ``redis+sentinel://[:password@]host:port,host:port/<master name>[/db]`` (or
+        ``rediss+sentinel://``) asks the Sentinels for the master of that name, and again
+        after a failover (``_sentinel_master``).
         """
         try:
             import redis
@@ -281,6 +289,7 @@ class RedisStore(Records):
             raise MissingExtra("redis", "redis", "the redis:// store") from exc
         base, opts = split_options(url, URL_OPTIONS)
         timeout = opts.pop("timeout", DEFAULT_TIMEOUT)
+        sentinel_password = opts.pop("sentinel_password", None)
         opts["wait_timeout"] = timeout / 2
         parts = urlsplit(base)
         if parts.scheme.endswith("+cluster"):  # redis+cluster://host:port: any node will do
@@ -296,6 +305,9 @@ class RedisStore(Records):
                     f"could not reach the Redis Cluster at {hide_password(base)}: {exc}"
                 ) from exc
             return cls(cluster, url=base, **{**opts, **options})
+        if parts.scheme.endswith("+sentinel"):  # redis+sentinel://h:p,h:p/master/db
+            client = _sentinel_master(base, timeout, sentinel_password)
+            return cls(client, url=base, **{**opts, **options})
         # One retry on a broken connection (a restarted server), none on a timeout: a hung
         # server costs a step one timeout, not two. A resent commit is judged once (step ids).
         client = redis.Redis.from_url(
@@ -956,3 +968,80 @@ class RedisStore(Records):
     def clear_stop(self, session: str) -> None:
         """Withdraw a stop request."""
         self._run("clear a stop request", lambda c: c.delete(self._keys(session)[3]))
+
+
+def _sentinel_master(url: str, timeout: float, sentinel_password: str | None = None) -> Any:
+    """A client of the master that the Sentinels of ``url`` name (found again after a failover).
+
+    ``redis+sentinel://[user:password@]host:port,host:port/<master name>[/db]``: the hosts are
+    the Sentinels; the user and password are the master's.
+
+    Raises:
+        ConfigError: the URL names no Sentinel or no master.
+    """
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+    from redis.sentinel import MasterNotFoundError, Sentinel
+
+    from antiloop.core.errors import ConfigError
+
+    parts = urlsplit(url)
+    where = hide_password(url)
+    hosts: list[tuple[str, int]] = []
+    for item in parts.netloc.rpartition("@")[2].split(","):
+        host, _, port = item.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ConfigError(f"{where}: each Sentinel is host:port, not {item!r}")
+        hosts.append((host.strip("[]"), int(port)))
+    names = [p for p in parts.path.split("/") if p]
+    if not names or len(names) > 2 or (len(names) == 2 and not names[1].isdigit()):
+        raise ConfigError(f"{where}: give the master's name and a database: .../mymaster/0")
+    tls = {"ssl": True} if parts.scheme.startswith("rediss") else {}
+    socket = {"socket_timeout": timeout, "socket_connect_timeout": timeout}
+    listed = ",".join(f"{h}:{p}" for h, p in hosts)
+
+    base: Any = Sentinel  # redis-py's Sentinel is untyped
+
+    class Sentinels(base):  # type: ignore[misc]
+        """Sentinels whose "no master" error is one line (redis-py's lists every client)."""
+
+        def discover_master(self, service_name: str) -> tuple[str, int]:
+            try:
+                found: tuple[str, int] = super().discover_master(service_name)
+            except MasterNotFoundError:
+                raise MasterNotFoundError(
+                    f"no Sentinel of {listed} names a live master {service_name!r}"
+                ) from None
+            return found
+
+    sentinel: Any = Sentinels(
+        hosts,
+        # one try a sentinel: redis-py's default retries cost seconds when one is down
+        sentinel_kwargs={
+            **socket,
+            **tls,
+            "password": sentinel_password,
+            "retry": Retry(NoBackoff(), 0),
+        },
+        **socket,
+        **tls,
+    )
+    master: Any = sentinel.master_for(
+        names[0],
+        db=int(names[1]) if len(names) == 2 else 0,
+        username=parts.username,
+        password=parts.password,
+        retry=Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+        health_check_interval=0,
+    )
+    close_master = master.close
+
+    def close() -> None:  # the master's client owns the Sentinels' connections too
+        try:
+            close_master()
+        finally:
+            sentinel.close()
+
+    master.close = close
+    return master
