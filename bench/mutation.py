@@ -48,8 +48,9 @@ MODULES: dict[str, list[str]] = {
         "antiloop.core.procedure.*",
         "antiloop.core.shell.engine.*",
         "antiloop.core.rules.programs.*",
+        "antiloop.core.rules.ruleset.*",
         "antiloop.core.forms.*",
-        "antiloop.core.patterns.*",
+        "antiloop.core.text.patterns.*",
     ],
 }
 STATUS = {0: "survived", 1: "killed", 3: "killed", 33: "no tests", 5: "no tests", 37: "killed"}

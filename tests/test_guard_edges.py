@@ -1,4 +1,5 @@
-"""Behaviour pinned by the mutation run (`make mutation`): each test kills mutants of the core.
+"""The guard's edges: verdict lines and fields, refusals, shadow and enforce, retries, stores
+that fail, listeners and audit, people asked, the texts of each stop, events read and written.
 
 Written through the public API where it can be (``antiloop check``'s stream, Guard.record,
 fingerprints), with expectations written out literally.

@@ -225,6 +225,47 @@ def test_the_core_is_its_folder() -> None:
     assert {"antiloop.core.step", "antiloop.core.decide", "antiloop.core.verdict"} <= set(CORE)
 
 
+def _in_core(module: str) -> bool:
+    return module == "antiloop.core" or module.startswith("antiloop.core.")
+
+
+def test_the_core_imports_nothing_outside_its_folder() -> None:
+    """Every import of every module under ``antiloop/core/``, under ``TYPE_CHECKING`` too, names
+    the standard library or ``antiloop.core``: the boundary is the folder. (A third-party
+    accelerator is allowed only where its ``ImportError`` falls back to the standard library.)
+    """
+    known = modules()
+    outside: dict[str, list[str]] = {}
+    for module, path in known.items():
+        if not _in_core(module):
+            continue
+        ours = [m for m in imports_of(module, path, known) if not _in_core(m)]
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        optional = {
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Try)
+            and any(ast.unparse(h.type or ast.Name("")) == "ImportError" for h in node.handlers)
+            for stmt in node.body
+            for inner in ast.walk(stmt)
+        }
+        for node in _import_nodes(tree, typing=True):
+            if id(node) in optional:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue  # relative: resolved by imports_of above
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+            for name in filter(None, names):
+                top = name.partition(".")[0]
+                stdlib = top in sys.stdlib_module_names
+                if not stdlib and not _in_core(name) and (top != PACKAGE or name not in known):
+                    ours.append(name)
+        if ours:
+            outside[module] = sorted(set(ours))
+    assert sum(map(_in_core, known)) > 30  # the folder itself was read
+    assert outside == {}
+
+
 @pytest.mark.parametrize("module", CORE)
 def test_the_core_imports_no_edge(module: str) -> None:
     """A core module, imported alone, loads no store, approval, server, hook or embedder."""

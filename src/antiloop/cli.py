@@ -55,7 +55,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             """A value outside the choices is named, with the near one (``chek``: check)."""
             choices = action.choices
             if choices is not None and value not in choices:
-                from antiloop.core.suggest import unknown
+                from antiloop.core.text.suggest import unknown
 
                 what = "choice" if action.option_strings else (action.metavar or action.dest)
                 known = [str(c) for c in choices]
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     named = next((a for a in args if not a.startswith("-")), None)
     if named is not None and named not in COMMANDS:
-        from antiloop.core.suggest import unknown
+        from antiloop.core.text.suggest import unknown
 
         print(f"antiloop: {unknown('command', named, COMMANDS)}", file=sys.stderr)
         return 2
@@ -192,7 +192,7 @@ def _unrecognized(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
     option = next((a.split("=", 1)[0] for a in extra if a.startswith("-")), None)
     if option is None:
         return f"unexpected argument {extra[0]!r}"
-    from antiloop.core.suggest import unknown
+    from antiloop.core.text.suggest import unknown
 
     return unknown("option", option, _long_options(parser))
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from antiloop.core.errors import ConfigError
-from antiloop.core.suggest import unknown
+from antiloop.core.rules.ruleset import BUILTIN, Rules, load_rules
+from antiloop.core.text.suggest import unknown
 
 TASK_BUDGETS = {"simple": 25, "research": 100, "coding": 250}
 DEFAULT_BUDGET = 100
@@ -42,6 +43,9 @@ TABLES = (
 class GuardConfig:
     """The guard's settings; see docs/protocol.md section 7 for the meaning of each key.
 
+    ``rules`` is no key: it is the rule set of the file's ``[canonical]`` and ``[readings]``
+    tables (``antiloop.core.rules.ruleset.load_rules``), the built-in rows by default.
+
     Example:
         >>> GuardConfig(max_steps=50).budget
         50
@@ -67,6 +71,7 @@ class GuardConfig:
     cosmetic_rerun_threshold: int = 2
     max_sessions: int = 100_000  # antiloop check: sessions kept; the least recent go first
     escalation: tuple[str, ...] = ("ask", "stop")  # what an ignored nudge becomes, in turn
+    rules: Rules = field(default=BUILTIN, repr=False)
 
     @property
     def budget(self) -> int:
@@ -76,19 +81,21 @@ class GuardConfig:
         return TASK_BUDGETS.get(self.task_type or "", DEFAULT_BUDGET)
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], source: str = "config") -> GuardConfig:
+    def from_mapping(
+        cls, data: Mapping[str, Any], source: str = "config", rules: Rules = BUILTIN
+    ) -> GuardConfig:
         """Build a config from a mapping, naming any unknown key or bad value."""
         if not isinstance(data, Mapping):
             raise ConfigError(
                 f"{source}: expected an object of settings, got {type(data).__name__}"
             )
-        known = {f.name for f in fields(cls)}
+        known = {f.name for f in fields(cls)} - {"rules"}
         values: dict[str, Any] = {}
         for key, value in data.items():
             if key not in known:
                 raise ConfigError(f"{source}: {unknown('key', key, known)}")
             values[key] = _check(key, value, source)
-        return cls(**values)
+        return cls(**values, rules=rules)
 
 
 def _positive_int(key: str, value: Any, source: str, minimum: int = 1) -> int:
@@ -205,14 +212,21 @@ class Settings:
     Attributes:
         guard: the guard's keys (at the top of the file, or under ``[guard]``), not yet checked.
         tables: ``[approval]``, ``[hooks]``, ``[audit]``, ``[telemetry]``, ``[budgets]``,
-            ``[mcp]``, ``[readings]``, as given (each checked by the part it configures;
-            ``[readings]``'s rows are checked and put in use as the file is read).
+            ``[mcp]``, ``[canonical]``, ``[readings]``, as given (each checked by the part it
+            configures).
         source: the file read.
+        rules: the rule set of ``[canonical]`` and ``[readings]``, checked as the file is read
+            and installed nowhere (``config()`` gives it to the guard's settings).
     """
 
     guard: Mapping[str, Any]
     tables: Mapping[str, Mapping[str, Any]]
     source: str
+    rules: Rules = BUILTIN
+
+    def config(self) -> GuardConfig:
+        """The guard's settings of the file, its rule set with them."""
+        return GuardConfig.from_mapping(self.guard, source=self.source, rules=self.rules)
 
 
 def read_settings(path: str | Path) -> Settings:
@@ -256,38 +270,7 @@ def read_settings(path: str | Path) -> Settings:
                 f"{file}: {unknown('table or key', extra, ('guard', *TABLES))} beside [guard]"
             )
         data = guard
-    if "canonical" in tables:
-        use_canonical_rows(tables["canonical"], str(file))
-    if "readings" in tables:
-        _install_readings(tables["readings"], str(file))
-    return Settings(data, tables, str(file))
-
-
-def use_canonical_rows(table: Mapping[str, Any], source: str) -> None:
-    """Read shell commands with the rows of a ``[canonical]`` table too, process-wide.
-
-    The table's ``programs``, ``wrappers`` and ``runners`` (``antiloop.core.rules.programs``)
-    extend the built-in rows; every command and hook reads its config through ``read_settings``.
-
-    Raises:
-        ConfigError: a bad row, named in one line.
-    """
-    from antiloop.core import procedure
-    from antiloop.core.rules.programs import rules_from_mapping
-
-    procedure.use_rules(rules_from_mapping(table, source))
-
-
-def _install_readings(table: Mapping[str, Any], source: str) -> None:
-    """``[readings]``: test runners, error-line rules and scrubbers added to the built-in rows.
-
-    The rows are checked (a bad one is a ``ConfigError`` naming it) and put in use for the
-    process that read the file (``antiloop.core.text.engine.install``).
-    """
-    from antiloop.core.rules.readings import rules_from_table
-    from antiloop.core.text.engine import install
-
-    install(rules_from_table(table, source))
+    return Settings(data, tables, str(file), load_rules(tables, str(file)))
 
 
 def _first_line(exc: Exception) -> str:
@@ -341,6 +324,5 @@ def say_config(path: Path | None, how: str, command: str) -> None:
 
 
 def load_config(path: str | Path) -> GuardConfig:
-    """The guard's settings of a config file (see ``read_settings``; its tables are not read)."""
-    settings = read_settings(path)
-    return GuardConfig.from_mapping(settings.guard, source=settings.source)
+    """The guard's settings of a config file and its rule set (see ``read_settings``)."""
+    return read_settings(path).config()

@@ -1,17 +1,20 @@
-"""What a Guard is made of when given only a config: its detectors, its embedder, its listeners.
+"""What a Guard is made of when given only a config: its policy, detectors, embedder, listeners.
 
-``default_detector`` composes the detectors the config switches on; ``LazyEmbedder`` loads the
-configured embedder only when a semantic check first needs it; ``Listener`` is the no-op base
-of the guard's observers.
+``policy_of`` is the core's ``Policy`` a config describes (its rule set with it);
+``default_detector`` composes the detectors the config switches on, the opt-in ones
+(``antiloop.core.extra``) among them; ``LazyEmbedder`` loads the configured embedder only when
+a semantic check first needs it; ``Listener`` is the no-op base of the guard's observers.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from antiloop.config import OPT_IN_DETECTORS, GuardConfig
+from antiloop.core.decide import DetectorFn, Policy
 from antiloop.core.detectors import (
     AnyOf,
     Cycle,
@@ -28,7 +31,14 @@ from antiloop.listener import Listener
 if TYPE_CHECKING:
     from antiloop.embed import Embedder
 
-__all__ = ["LazyEmbedder", "Listener", "default_detector", "telemetry_listener"]
+__all__ = [
+    "LazyEmbedder",
+    "Listener",
+    "default_detector",
+    "opt_in_detectors",
+    "policy_of",
+    "telemetry_listener",
+]
 
 _ACTIONS = {a.name.lower(): a for a in Action}
 
@@ -62,6 +72,24 @@ class LazyEmbedder:
         return self.inner.embed(texts)
 
 
+def policy_of(config: GuardConfig, detector: DetectorFn, **changes: Any) -> Policy:
+    """The policy a config describes, judged by ``detector``, reading by ``config.rules``."""
+    period = config.cycle_max_period if "cycle" in config.detectors else 1
+    policy = Policy(
+        detector,
+        frozenset(t.lower() for t in config.allow_repeat_tools),
+        max(period, 1),
+        max(2 * period, config.repeat_threshold, 1),
+        config.stagnation_window + 1,
+        config.failure_streak,
+        config.mode,
+        config.escalate_to,
+        ladder=tuple(Action[name.upper()] for name in config.escalation),
+        rules=config.rules,
+    )
+    return replace(policy, **changes) if changes else policy
+
+
 def default_detector(config: GuardConfig, embedder: Embedder, *, hook: bool = False) -> AnyOf:
     """The detectors the config switches on, composed with ``|``.
 
@@ -91,10 +119,21 @@ def default_detector(config: GuardConfig, embedder: Embedder, *, hook: bool = Fa
             )
         )
     if on.intersection(OPT_IN_DETECTORS):
-        from antiloop.core.extra.detectors import opt_in_detectors
-
         parts.extend(opt_in_detectors(config))
     return AnyOf(parts)
+
+
+def opt_in_detectors(config: GuardConfig) -> list[Detector]:
+    """The opt-in detectors ``config.detectors`` names, with the config's thresholds."""
+    from antiloop.core.extra.detectors import CosmeticRerun, HiddenRepeat
+
+    on = config.detectors
+    parts: list[Detector] = []
+    if "hidden-repeat" in on:
+        parts.append(HiddenRepeat(config.hidden_repeat_threshold))
+    if "cosmetic-rerun" in on:
+        parts.append(CosmeticRerun(config.cosmetic_rerun_threshold))
+    return parts
 
 
 def telemetry_listener(table: Mapping[str, Any] | None, source: str) -> Listener | None:

@@ -28,7 +28,7 @@ from antiloop.core.history import SessionState
 from antiloop.core.redact import redact_name
 from antiloop.core.step import Step, step_from_dict, valid_step, valid_unicode
 from antiloop.core.verdict import Action, Verdict
-from antiloop.defaults import LazyEmbedder, default_detector, telemetry_listener
+from antiloop.defaults import LazyEmbedder, default_detector, policy_of, telemetry_listener
 from antiloop.listener import Listener as Listener
 from antiloop.stores import Store
 from antiloop.wrap import halt_for, wrapped
@@ -139,7 +139,7 @@ class Guard:
         self.config = config or GuardConfig()
         self.approvals = approvals
         self.embedder: Embedder = embedder or LazyEmbedder(self.config.embedder)
-        self.policy = decide.Policy.of(
+        self.policy = policy_of(
             self.config,
             detector if detector is not None else default_detector(self.config, self.embedder),
             mode=mode or self.config.mode,
@@ -231,7 +231,7 @@ class Guard:
             config = GuardConfig.from_mapping(source)
         else:
             settings = read_settings(source)
-            config = GuardConfig.from_mapping(settings.guard, source=settings.source)
+            config = settings.config()
             telemetry, where = settings.tables.get("telemetry"), settings.source
             if "outage" in settings.tables and "outage" not in kw:
                 from antiloop.outage import OutageConfig

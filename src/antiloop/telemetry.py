@@ -94,7 +94,7 @@ def telemetry_settings(
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in _KEYS:
-            from antiloop.core.suggest import unknown
+            from antiloop.core.text.suggest import unknown
 
             raise ConfigError(f"{source} [telemetry]: {unknown('key', key, _KEYS)}")
         if key in ("enabled", "capture_content") and not isinstance(value, bool):

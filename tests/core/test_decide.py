@@ -17,6 +17,7 @@ from antiloop.core.deferred import BUDGET, Deferred, exact_digest, fallback, is_
 from antiloop.core.history import SessionState
 from antiloop.core.result import read_result
 from antiloop.core.step import parse_line
+from antiloop.defaults import policy_of
 
 PYTEST = "Bash"  # the tool of the test runs below
 
@@ -45,7 +46,7 @@ def small_budget():
 def test_a_step_whose_procedure_matches_no_recent_one_is_not_read():
     """Readings are made only when a step of the same procedure compares with it."""
     state = SessionState()
-    policy = decide.Policy.of(GuardConfig(), Guard().detector)
+    policy = policy_of(GuardConfig(), Guard().detector)
     first = decide.observe(state, _test_run("0.5s"), policy).record
     assert first is not None
     assert first.made is None
@@ -119,7 +120,7 @@ def test_a_forgotten_session_lets_its_texts_go():
 def test_a_step_beyond_the_longest_cycle_lets_its_text_go():
     """No later step compares with a step more than ``lookback`` back: its text is dropped."""
     state = SessionState()
-    policy = decide.Policy.of(GuardConfig(cycle_max_period=2), Guard().detector)
+    policy = policy_of(GuardConfig(cycle_max_period=2), Guard().detector)
     records = [
         decide.observe(state, Step(tool="grep", args={"pattern": f"p{i}"}, output="a"), policy)
         for i in range(4)

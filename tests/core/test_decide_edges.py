@@ -1,4 +1,4 @@
-"""Behaviours of the pure core that the mutation run found untested (issue 16)."""
+"""The decision core at its edges: the policy a config describes, windows, streaks, refusals."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from antiloop.core import decide
 from antiloop.core.deferred import BUDGET
 from antiloop.core.history import History, SessionState
 from antiloop.core.step import FileState
+from antiloop.defaults import policy_of
 
 LEAKED = "OPENAI_API_KEY=sk-proj-a1B2a1B2a1B2a1B2a1B2a1B2a1B2a1B2"
 
@@ -25,25 +26,25 @@ def _policy(detector=_none, **changes: object) -> decide.Policy:  # type: ignore
 
 
 def test_the_policy_without_the_cycle_detector_looks_back_one_step():
-    policy = decide.Policy.of(GuardConfig(detectors=("repeat",), cycle_max_period=6), _none)
+    policy = policy_of(GuardConfig(detectors=("repeat",), cycle_max_period=6), _none)
     assert policy.lookback == 1
     assert policy.window == 2
 
 
 def test_the_policy_windows_follow_the_config():
     config = GuardConfig(cycle_max_period=4, repeat_threshold=2, stagnation_window=5)
-    policy = decide.Policy.of(config, _none)
+    policy = policy_of(config, _none)
     assert (policy.lookback, policy.window, policy.messages) == (4, 8, 6)
     config = GuardConfig(cycle_max_period=2, repeat_threshold=10, mode="shadow")
-    policy = decide.Policy.of(config, _none)
+    policy = policy_of(config, _none)
     assert (policy.lookback, policy.window, policy.mode) == (2, 10, "shadow")
 
 
 def test_an_unchecked_config_still_keeps_one_step():
     """A cycle period of 0 looks back one step; an unchecked repeat threshold keeps one."""
-    policy = decide.Policy.of(GuardConfig(cycle_max_period=0, repeat_threshold=1), _none)
+    policy = policy_of(GuardConfig(cycle_max_period=0, repeat_threshold=1), _none)
     assert (policy.lookback, policy.window) == (1, 1)
-    policy = decide.Policy.of(GuardConfig(cycle_max_period=0, repeat_threshold=0), _none)
+    policy = policy_of(GuardConfig(cycle_max_period=0, repeat_threshold=0), _none)
     assert (policy.lookback, policy.window) == (1, 1)
 
 

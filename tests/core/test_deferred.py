@@ -1,4 +1,5 @@
-"""Behaviours of the deferred readings and the text budget the mutation run found untested."""
+"""Deferred readings and the text budget: readings made once, texts dropped oldest first,
+fallback readings that only the exact digest matches."""
 
 from __future__ import annotations
 

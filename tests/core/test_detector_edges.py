@@ -1,8 +1,7 @@
-"""Behaviour pinned by the mutation run of guard, detectors and events (`make mutation`).
-
-Each test kills mutants that survived tests/test_guard_edges.py and
-tests/core/test_boundaries.py. All go through the public API (Guard.record and check, a custom
-detector, the config); expectations are written out.
+"""The detectors at their edges: allowed tools, failure-streak fingerprints, the session's goal,
+results that differ by exit code or file path, windows and cycle periods, composed and opt-in
+detectors, stagnation's window. All go through the public API (Guard.record and check, a
+custom detector, the config); expectations are written out.
 """
 
 from __future__ import annotations

@@ -756,8 +756,7 @@ def test_secrets_in_the_head_and_error_line_are_redacted(size):
 
 
 # ------------------------------------------------------------------------------------------
-# Behaviour the mutation run (bench/mutation.py, module readings) found unpinned: each test
-# below kills mutants of antiloop.core.result that the tests above let survive.
+# Readings at their edges: slices of large texts, digests, heads, match counts, error lines.
 
 SLICE = 1024 * 1024  # the slice size the docstring of antiloop.core.result names
 

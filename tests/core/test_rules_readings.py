@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,8 +9,9 @@ import pytest
 from antiloop.config import read_settings
 from antiloop.core.errors import ConfigError
 from antiloop.core.result import read_result, same_result, scrub
-from antiloop.core.rules.readings import BUILTIN, Rules, rules_from_table
-from antiloop.core.text.engine import Engine, current, install
+from antiloop.core.rules.readings import rows_of_table
+from antiloop.core.rules.ruleset import BUILTIN, Rules, load_rules
+from antiloop.core.text.engine import Engine, engine_for
 
 TAP = """
 [[readings.test_runners]]
@@ -36,59 +36,60 @@ no_error = true
 """
 
 
-@pytest.fixture(autouse=True)
-def _builtin_rows() -> Iterator[None]:
-    """Each test ends with the built-in rows in use again."""
-    yield
-    install(Rules((), (), ()))
-
-
-def _config(tmp_path: Path, text: str) -> Path:
+def _rules(tmp_path: Path, text: str = TAP) -> Rules:
     path = tmp_path / "antiloop.toml"
     path.write_text(text, encoding="utf-8")
-    return path
+    return read_settings(path).rules
 
 
 def test_a_config_row_adds_a_test_runner(tmp_path: Path) -> None:
     """A runner row read from antiloop.toml gives the failing count of its summaries."""
+    rules = _rules(tmp_path)
     assert read_result("test", True, "1..4\n# fail  2\n", None, 1, {}).failing is None
-    read_settings(_config(tmp_path, TAP))
-    assert read_result("test", True, "1..4\n# fail  2\n", None, 1, {}).failing == 2
-    assert read_result("test", True, "=== 3 failed in 1s ===\n", None, 1, {}).failing == 3
+    assert read_result("test", True, "1..4\n# fail  2\n", None, 1, {}, rules).failing == 2
+    assert read_result("test", True, "=== 3 failed in 1s ===\n", None, 1, {}, rules).failing == 3
 
 
 def test_a_config_scrubber_masks_its_value(tmp_path: Path) -> None:
     """Two outputs that differ only in a value a config scrubber masks are the same text."""
-    read_settings(_config(tmp_path, TAP))
-    assert scrub("deployed BUILD-0a1b2c3d in 3ms") == "deployed <build> in <dur>"
-    a = read_result("bash", True, "deployed build-0a1b2c3d\n", None, 0, {})
-    b = read_result("bash", True, "deployed build-99ffee00\n", None, 0, {})
+    rules = _rules(tmp_path)
+    assert scrub("deployed BUILD-0a1b2c3d in 3ms", rules) == "deployed <build> in <dur>"
+    assert scrub("deployed BUILD-0a1b2c3d in 3ms") == "deployed BUILD-0a1b2c3d in <dur>"
+    a = read_result("bash", True, "deployed build-0a1b2c3d\n", None, 0, {}, rules)
+    b = read_result("bash", True, "deployed build-99ffee00\n", None, 0, {}, rules)
     assert a.exact != b.exact
     assert same_result(a, b) is not None
 
 
 def test_config_error_line_rows(tmp_path: Path) -> None:
     """An error-line row makes error lines; a no-error row skips the lines it matches."""
-    read_settings(_config(tmp_path, TAP))
+    rules = _rules(tmp_path)
     text = "error budget: 3 left\npanic: runtime error\n"
-    assert read_result("bash", True, "ok\npanic: nil map\n", None, 2, {}).error_line == (
+    assert read_result("bash", True, "ok\npanic: nil map\n", None, 2, {}, rules).error_line == (
         "panic: nil map"
     )
-    assert read_result("bash", True, text, None, 2, {}).error_line == "panic: runtime error"
+    assert read_result("bash", True, text, None, 2, {}, rules).error_line == "panic: runtime error"
 
 
-def test_the_cache_keeps_the_rows_a_text_was_read_with(tmp_path: Path) -> None:
-    """A text read again after a config added rows is read with the new rows."""
-    before = current()
+def test_the_cache_keeps_each_rule_set_apart(tmp_path: Path) -> None:
+    """A text read by one rule set, then by another, is read by each set's own rows."""
+    rules = _rules(tmp_path)
+    for _ in range(2):
+        assert read_result("test", True, "# fail 5\n", None, 1, {}).failing is None
+        assert read_result("test", True, "# fail 5\n", None, 1, {}, rules).failing == 5
+
+
+def test_reading_a_config_installs_nothing(tmp_path: Path) -> None:
+    """After a file with rows is read, the built-in rule set reads as it did."""
+    _rules(tmp_path)
     assert read_result("test", True, "# fail 5\n", None, 1, {}).failing is None
-    read_settings(_config(tmp_path, TAP))
-    assert current() is not before
-    assert read_result("test", True, "# fail 5\n", None, 1, {}).failing == 5
+    assert scrub("deployed build-0a1b2c3d") == "deployed build-0a1b2c3d"
 
 
-def test_a_config_without_readings_keeps_the_rows() -> None:
-    """The rows in use stay the built-in ones unless a config adds some."""
-    assert current().rules == BUILTIN
+def test_a_config_without_readings_reads_by_the_built_in_set(tmp_path: Path) -> None:
+    """A file without ``[canonical]`` or ``[readings]`` gives the built-in rule set itself."""
+    assert _rules(tmp_path, 'embedder = "ngram"\n') is BUILTIN
+    assert engine_for(BUILTIN) is engine_for(BUILTIN)
 
 
 @pytest.mark.parametrize(
@@ -127,22 +128,18 @@ def test_a_config_without_readings_keeps_the_rows() -> None:
 def test_a_bad_row_is_one_line_naming_it(table: dict[str, object], message: str) -> None:
     """A bad row is a ConfigError of one line that names the file, the table and the row."""
     with pytest.raises(ConfigError) as info:
-        rules_from_table(table, "antiloop.toml")
+        rows_of_table(table, "antiloop.toml")
     text = str(info.value)
     assert "\n" not in text
     assert text.startswith("antiloop.toml: [readings]")
     assert message in text
 
 
-def test_a_bad_row_in_a_file_is_named_and_nothing_is_installed(tmp_path: Path) -> None:
-    """Reading a file with a bad row fails before any of its rows is put in use."""
-    path = _config(
-        tmp_path, '[[readings.scrubbers]]\nname = "x"\npattern = "("\nplaceholder = "<x>"\n'
-    )
-    before = current()
+def test_a_bad_row_in_a_file_is_named(tmp_path: Path) -> None:
+    """Reading a file with a bad row fails, naming the file, the table and the row."""
+    text = '[[readings.scrubbers]]\nname = "x"\npattern = "("\nplaceholder = "<x>"\n'
     with pytest.raises(ConfigError, match=r"antiloop.toml: \[readings\] scrubbers\[0\] 'x'"):
-        read_settings(path)
-    assert current() is before
+        _rules(tmp_path, text)
 
 
 def test_every_built_in_row_compiles() -> None:
@@ -155,8 +152,14 @@ def test_every_built_in_row_compiles() -> None:
 
 def test_a_runner_row_without_groups_counts_each_match() -> None:
     """A failing regex without groups counts one failing test per match."""
-    rows = rules_from_table(
-        {"test_runners": [{"name": "tap", "summary": r"1\.\.\d+[^\x00]*", "failing": "not ok"}]}
+    rules = load_rules(
+        {
+            "readings": {
+                "test_runners": [
+                    {"name": "tap", "summary": r"1\.\.\d+[^\x00]*", "failing": "not ok"}
+                ]
+            }
+        }
     )
-    engine = Engine(Rules(BUILTIN.runners + rows.runners, BUILTIN.errors, BUILTIN.scrubbers))
+    engine = Engine(rules)
     assert engine.failing(["1..3\nok 1\nnot ok 2\nnot ok 3\n"]) == 2

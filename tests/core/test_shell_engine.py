@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from antiloop.config import read_settings
 from antiloop.core import procedure
 from antiloop.core.errors import ConfigError
-from antiloop.core.rules.programs import BUILTIN, Program, Runner, Wrapper, rules_from_mapping
+from antiloop.core.rules.programs import Program, Runner, Wrapper, rows_of_table
+from antiloop.core.rules.ruleset import BUILTIN, Rules
 from antiloop.core.shell.tokens import tokenize, tokens_of
 
 
@@ -32,50 +33,42 @@ def test_separators_without_quotes_skip_the_tokenizer(command: str) -> None:
     assert tokens_of(command) == tokenize(command)
 
 
-@pytest.fixture
-def rules() -> object:
-    """The rows in use, restored after the test."""
-    before = procedure.rules()
-    yield before
-    procedure.use_rules(before)
+def sh(command: str, rules: Rules = BUILTIN) -> procedure.Procedure:
+    return procedure.procedure_of("Bash", {"command": command}, rules=rules)
 
 
-def sh(command: str) -> procedure.Procedure:
-    return procedure.procedure_of("Bash", {"command": command})
-
-
-def test_a_runner_row_makes_a_new_test_runner(rules: object) -> None:
+def test_a_runner_row_makes_a_new_test_runner() -> None:
     """A config row names a test runner the built-in rows do not know."""
     assert sh("ward tests/").operation == "bash"
-    procedure.use_rules(BUILTIN.extend(runners=[Runner("ward", "test")]))
-    assert sh("ward tests/").operation == "test"
+    assert sh("ward tests/", BUILTIN.extend(runners=[Runner("ward", "test")])).operation == "test"
+    assert sh("ward tests/").operation == "bash"
 
 
-def test_a_wrapper_row_is_looked_through(rules: object) -> None:
+def test_a_wrapper_row_is_looked_through() -> None:
     """``sudo`` is its own program until a wrapper row says it runs the command after it."""
     assert sh("sudo -u me grep -rn x src").programs == ("sudo",)
-    procedure.use_rules(BUILTIN.extend(wrappers=[Wrapper("sudo", short="u")]))
-    proc = sh("sudo -u me grep -rn x src")
+    proc = sh("sudo -u me grep -rn x src", BUILTIN.extend(wrappers=[Wrapper("sudo", short="u")]))
     assert (proc.programs, proc.operation, proc.context) == (("grep",), "grep", "x@src")
 
 
-def test_a_program_row_reads_flags(rules: object) -> None:
+def test_a_program_row_reads_flags() -> None:
     """A search program row: its flags commute and its pattern is read as words."""
-    procedure.use_rules(BUILTIN.extend([Program("ug", short="e", commute=True, search=True)]))
-    a, b = sh("ug -n -i fooBar src/"), sh("ug -i -n 'foo.*bar' ./src")
+    rules = BUILTIN.extend([Program("ug", short="e", commute=True, search=True)])
+    a, b = sh("ug -n -i fooBar src/", rules), sh("ug -i -n 'foo.*bar' ./src", rules)
     assert a.key == b.key
     assert a.context == "foo bar@src"
 
 
-def test_the_canonical_table_of_a_config_file(tmp_path, rules: object) -> None:  # type: ignore[no-untyped-def]
-    """``[[canonical.runners]]`` in antiloop.toml is read, validated and used."""
+def test_the_canonical_table_of_a_config_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``[[canonical.runners]]`` in antiloop.toml is read, validated and used where passed."""
     path = tmp_path / "antiloop.toml"
     path.write_text(
         'max_steps = 50\n[[canonical.runners]]\nprogram = "ward"\nkind = "test"\n'
         '[[canonical.wrappers]]\nname = "chronic"\n'
     )
-    read_settings(path)
-    assert sh("chronic ward").operation == "test"
+    rules = read_settings(path).rules
+    assert sh("chronic ward", rules).operation == "test"
+    assert sh("chronic ward").operation == "bash"  # reading the file installed nothing
 
 
 @pytest.mark.parametrize(
@@ -95,16 +88,19 @@ def test_the_canonical_table_of_a_config_file(tmp_path, rules: object) -> None: 
 def test_a_bad_row_is_named_in_one_line(table: dict[str, object], message: str) -> None:
     """An unknown key or a value of the wrong kind is a one-line ConfigError naming it."""
     with pytest.raises(ConfigError) as err:
-        rules_from_mapping(table, "f.toml")
+        rows_of_table(table, "f.toml")
     assert str(err.value).startswith("f.toml: ")
     assert message in str(err.value)
     assert "\n" not in str(err.value)
 
 
 def test_one_cache_with_a_typed_key() -> None:
-    """Repeats are answered from one cache keyed by (tool, cwd, paths, typed arguments)."""
-    procedure.use_rules(procedure.rules())  # empties the cache
+    """Repeats are answered from one cache keyed by (tool, cwd, paths, typed arguments, rules)."""
     a = procedure.procedure_of("Bash", {"command": "ls src"}, cwd="/w")
     assert procedure.procedure_of("Bash", {"command": "ls src"}, cwd="/w") is a
-    (key,) = procedure._known
-    assert key == ("Bash", "/w", (), (("command", str, "ls src"),))
+    assert ("Bash", "/w", (), (("command", str, "ls src"),), BUILTIN) in procedure._known
+    other = BUILTIN.extend()
+    b = procedure.procedure_of("Bash", {"command": "ls src"}, cwd="/w", rules=other)
+    assert b is not a
+    assert b == a
+    assert ("Bash", "/w", (), (("command", str, "ls src"),), other) in procedure._known

@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from antiloop.core.forms import canonical_path
-from antiloop.core.procedure import procedure_of, rules, use_rules
-from antiloop.core.rules.programs import BUILTIN, Runner
+from antiloop.core.procedure import procedure_of
+from antiloop.core.rules.programs import Runner
+from antiloop.core.rules.ruleset import BUILTIN
 from antiloop.core.shell import engine
 from antiloop.core.shell import shapes as memo
 
@@ -93,12 +94,13 @@ def test_values_that_merge_paths_are_read_by_the_engine() -> None:
         _same(f"ls {a}; ls {b}", None)
 
 
-def test_new_rules_forget_the_shapes() -> None:
+def test_each_rule_set_reads_by_its_own_shapes() -> None:
+    """A shape learnt under one rule set is never filled in under another."""
+    ward = BUILTIN.extend(runners=[Runner("ward", "test")])
     for n in range(3):
         assert procedure_of("Bash", {"command": f"ward tests/t{n}.py"}).operation == "bash"
-    use_rules(rules().extend(runners=[Runner("ward", "test")]))
-    try:
-        assert procedure_of("Bash", {"command": "ward tests/t9.py"}).operation == "test"
-    finally:
-        use_rules(BUILTIN)
+        assert procedure_of("Bash", {"command": f"ward tests/u{n}.py"}, rules=ward).operation == (
+            "test"
+        )
+    assert procedure_of("Bash", {"command": "ward tests/t9.py"}, rules=ward).operation == "test"
     assert procedure_of("Bash", {"command": "ward tests/t8.py"}).operation == "bash"

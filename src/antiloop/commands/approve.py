@@ -36,7 +36,7 @@ def run(ns: argparse.Namespace) -> int:
             print("antiloop: no request is pending")
         return 0
     by = ns.by or getpass.getuser()
-    from antiloop.core.suggest import resolve
+    from antiloop.core.text.suggest import resolve
 
     if ns.server:  # a unique prefix, as the README's `antiloop approve ID` takes from --list
         known = [r["id"] for r in call(ns, "GET", "/v1/approvals")["approvals"]]

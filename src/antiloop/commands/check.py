@@ -97,7 +97,7 @@ def run_check(file: str, config_path: str | None, summary_path: str | None = Non
     config, budgets = GuardConfig(), None
     if config_path:
         settings = read_settings(config_path)
-        config = GuardConfig.from_mapping(settings.guard, source=settings.source)
+        config = settings.config()
         if "budgets" in settings.tables:
             budgets = Budgets.from_mapping(settings.tables["budgets"], settings.source)
     summary = RunSummary(sessions=set() if summary_path is not None else None)

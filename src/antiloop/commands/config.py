@@ -83,7 +83,7 @@ def describe(path: Path | str) -> str:
 def _audit_table(audit: Mapping[str, object], source: str) -> None:
     """``[audit]``: ``retention``, the age ``antiloop log prune`` removes by default."""
     from antiloop.commands.log import parse_age
-    from antiloop.core.suggest import unknown
+    from antiloop.core.text.suggest import unknown
 
     for key, value in audit.items():
         if key != "retention":

@@ -97,7 +97,7 @@ def run(ns: argparse.Namespace) -> int:
 
             session = redact_name(session)
         if session is not None and not ns.follow:
-            from antiloop.core.suggest import resolve
+            from antiloop.core.text.suggest import resolve
 
             known = [s.session for s in store.session_summaries()]
             if session not in known and any(k.startswith(session) for k in known):
@@ -109,7 +109,7 @@ def run(ns: argparse.Namespace) -> int:
         last = 0
         records = list(store.audit_records(session))
         if session is not None and not records and not ns.follow:
-            from antiloop.core.suggest import near
+            from antiloop.core.text.suggest import near
 
             word = near(session, ("verify", "prune")) if ns.session is None else None
             meant = f" (did you mean {word!r}?)" if word else ""

@@ -15,7 +15,7 @@ import logging
 import sys
 from typing import Any
 
-from antiloop.config import GuardConfig, read_settings
+from antiloop.config import read_settings
 from antiloop.core.errors import ConfigError
 from antiloop.guard import Guard
 
@@ -81,7 +81,7 @@ def run(ns: argparse.Namespace) -> int:
     config, tables, source = PROXY_CONFIG, {}, "config"
     if ns.config:
         settings = read_settings(ns.config)
-        config = GuardConfig.from_mapping(settings.guard, source=settings.source)
+        config = settings.config()
         tables, source = dict(settings.tables), settings.source
     budgets = None
     if "budgets" in tables:

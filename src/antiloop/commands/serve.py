@@ -74,6 +74,7 @@ def load(path: str | None) -> tuple[object | None, object | None, object | None]
 
     from antiloop.approval.policy import ApprovalPolicy
     from antiloop.config import GuardConfig
+    from antiloop.core.rules.ruleset import load_rules
 
     file = Path(path)
     try:
@@ -86,6 +87,7 @@ def load(path: str | None) -> tuple[object | None, object | None, object | None]
     data.pop("fleet", None)  # read by fleet_config
     data.pop("outage", None)  # read by outage_config
     limits = data.pop("budgets", None)
+    rules = load_rules({t: data.pop(t) for t in ("canonical", "readings") if t in data}, str(file))
     guard = data.pop("guard", data)
     policy = ApprovalPolicy.from_mapping(approval, f"{file} [approval]") if approval else None
     budgets = None
@@ -93,7 +95,7 @@ def load(path: str | None) -> tuple[object | None, object | None, object | None]
         from antiloop.budgets import Budgets
 
         budgets = Budgets.from_mapping(limits, str(file))
-    return GuardConfig.from_mapping(guard, str(file)), policy, budgets
+    return GuardConfig.from_mapping(guard, str(file), rules), policy, budgets
 
 
 def fleet_config(path: str | None) -> FleetConfig:

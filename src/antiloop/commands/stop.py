@@ -23,7 +23,7 @@ def run(ns: argparse.Namespace) -> int:
     if ns.server:
         call(ns, "POST", f"/v1/sessions/{session}/stop", {"by": by})
     else:
-        from antiloop.core.suggest import resolve
+        from antiloop.core.text.suggest import resolve
 
         ledger = open_ledger(ns)
         session = resolve(session, ledger.sessions(), "session")  # a unique prefix will do

@@ -37,10 +37,10 @@ from antiloop.core.result import (
     same_result,
     scrub,
 )
+from antiloop.core.rules.ruleset import BUILTIN, Rules
 from antiloop.core.verdict import Action, Verdict
 
 if TYPE_CHECKING:
-    from antiloop.config import GuardConfig
     from antiloop.core.step import FileState, Step
 
 __all__ = ["Policy", "allowed", "decide", "judge", "observe", "refuse", "same", "same_readings"]
@@ -57,7 +57,9 @@ _NONE = tuple((None,) * n for n in range(17))  # same_as of a step like none of 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """What ``observe`` and ``decide`` need to know: the detectors and the windows' bounds.
+    """What ``observe`` and ``decide`` need to know: the detectors, the rules, the windows.
+
+    ``antiloop.defaults.policy_of`` makes the one a config describes.
 
     Attributes:
         detector: the detectors, composed (``Repeat(2) | Cycle(4) | ...``).
@@ -72,6 +74,7 @@ class Policy:
         ladder: what a nudge the agent ignores becomes, in turn (``escalation``): the stream's
             next step running the nudged procedure again gets the first (``ask``), and again
             right after that, the next (``stop``); empty: no ladder.
+        rules: the rows procedures and results are read by (``antiloop.core.rules``).
     """
 
     detector: DetectorFn
@@ -84,23 +87,7 @@ class Policy:
     escalate_to: str | None = None
     budgets: BudgetFn | None = None
     ladder: tuple[Action, ...] = ()
-
-    @classmethod
-    def of(cls, config: GuardConfig, detector: DetectorFn, **changes: Any) -> Policy:
-        """The policy a config describes, judged by ``detector``."""
-        period = config.cycle_max_period if "cycle" in config.detectors else 1
-        policy = cls(
-            detector,
-            frozenset(t.lower() for t in config.allow_repeat_tools),
-            max(period, 1),
-            max(2 * period, config.repeat_threshold, 1),
-            config.stagnation_window + 1,
-            config.failure_streak,
-            config.mode,
-            config.escalate_to,
-            ladder=tuple(Action[name.upper()] for name in config.escalation),
-        )
-        return replace(policy, **changes) if changes else policy
+    rules: Rules = BUILTIN
 
 
 # -- the judgement of a recorded step ---------------------------------------------------------
@@ -226,20 +213,20 @@ def observe(state: SessionState, step: Step, policy: Policy) -> History:
     if stream is None:  # one string per agent name as the key, however many sessions
         stream = state.streams[sys.intern(agent)] = StreamState([], [])
     index = state.steps - 1
-    proc = procedure_of(step.tool, step.args, step.paths, step.cwd)
+    proc = procedure_of(step.tool, step.args, step.paths, step.cwd, policy.rules)
     tool = sys.intern(step.tool.lower())  # one string per tool name, however many steps
     record = None
     if not policy.allow or not allowed(tool, proc, policy.allow):
         record = _add_record(index, tool, proc, step, stream, policy)
     if step.failed:
-        error = _error_digest(record, step, proc.runs_something)
+        error = _error_digest(record, step, proc.runs_something, policy.rules)
         _failed(stream, tool, index, error, policy.failure_streak)
     elif stream.fails:
         stream.fail_tool, stream.fails, stream.fail_steps, stream.fail_errors = "", 0, (), ()
     message = None
     if step.message is not None:
         message = _add_message(stream, index, step.message, policy.messages)
-    return History(step, record, proc, stream, state, message)
+    return History(step, record, proc, stream, state, message, policy.rules)
 
 
 def _add_record(
@@ -248,7 +235,13 @@ def _add_record(
     """The step's record, compared with the stream's last ``lookback`` steps and added."""
     states = _relative_states(step) if step.file_states else step.file_states
     result = Deferred(
-        proc.operation, proc.runs_something, step.output, step.error, step.exit_code, states
+        proc.operation,
+        proc.runs_something,
+        step.output,
+        step.error,
+        step.exit_code,
+        states,
+        policy.rules,
     )
     digest = key_digest(proc.key)
     record = StepRecord(index, tool, proc.operation, digest, proc, result)
@@ -344,16 +337,18 @@ def _relative_states(step: Step) -> Mapping[str, FileState]:
     return {canonical_path(p, step.cwd) or p: s for p, s in step.file_states.items()}
 
 
-def _error_digest(record: StepRecord | None, step: Step, runs_something: bool) -> str:
+def _error_digest(record: StepRecord | None, step: Step, runs_something: bool, rules: Rules) -> str:
     """A short digest of a failing step's scrubbed error line (section 6: failure streaks)."""
     if record is not None:
-        line = _error_line_of(record, step, runs_something) or ""
+        line = _error_line_of(record, step, runs_something, rules) or ""
     else:
-        line = scrub((step.error or "").strip().partition("\n")[0])
+        line = scrub((step.error or "").strip().partition("\n")[0], rules)
     return fingerprint.digest8(line)
 
 
-def _error_line_of(record: StepRecord, step: Step, runs_something: bool) -> str | None:
+def _error_line_of(
+    record: StepRecord, step: Step, runs_something: bool, rules: Rules
+) -> str | None:
     """The readings' error line; read alone when the readings are not made yet.
 
     It is the scrubbed first error line of the error and, for a step that runs something, of
@@ -363,7 +358,7 @@ def _error_line_of(record: StepRecord, step: Step, runs_something: bool) -> str 
     if made is not None:
         return made.error_line
     err = step.error or ""
-    line = _error_line((err, step.output or "") if runs_something else (err,))
+    line = _error_line((err, step.output or "") if runs_something else (err,), (), rules)
     return line and redact_text(line)
 
 
@@ -387,7 +382,7 @@ def refuse(
     stream = state.streams.get(agent.lower())
     if stream is None or not stream.stopped:
         return _OK
-    proc = procedure_of(tool, args or {}, paths, cwd)
+    proc = procedure_of(tool, args or {}, paths, cwd, policy.rules)
     fp = stream.stopped.get(key_digest(proc.key))
     if fp is None:
         return _OK

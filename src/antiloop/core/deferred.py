@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from antiloop.core.result import Readings, read_result
+from antiloop.core.rules.ruleset import BUILTIN, Rules
 from antiloop.core.step import FileState
 
 __all__ = ["BUDGET", "Deferred", "TextBudget", "exact_digest", "fallback", "is_fallback"]
@@ -65,6 +66,7 @@ class Deferred:
         operation: the step's operation; ``runs_something``: whether it runs something.
         output, error, exit_code: the result.
         file_states: the touched files' states, keyed by canonical path.
+        rules: the rule set the readings are made by.
     """
 
     __slots__ = (
@@ -75,6 +77,7 @@ class Deferred:
         "exit_code",
         "file_states",
         "operation",
+        "rules",
         "runs",
     )
 
@@ -86,8 +89,10 @@ class Deferred:
         error: str | None,
         exit_code: int | None,
         file_states: Mapping[str, FileState],
+        rules: Rules = BUILTIN,
     ) -> None:
         self.operation = operation
+        self.rules = rules
         self.runs = runs_something
         self.exit_code = exit_code
         self.file_states = file_states
@@ -117,7 +122,13 @@ class Deferred:
             text = self._text
             if text is not None:
                 found = read_result(
-                    self.operation, self.runs, text[0], text[1], self.exit_code, self.file_states
+                    self.operation,
+                    self.runs,
+                    text[0],
+                    text[1],
+                    self.exit_code,
+                    self.file_states,
+                    self.rules,
                 )
                 self.exact = found.exact
                 self.drop()
@@ -174,7 +185,7 @@ class TextBudget:
         """Hold ``text`` (``size`` bytes); drop the oldest ones while the budget is exceeded."""
         ref = weakref.ref(text, self._gone)
         lock = self._lock
-        lock.acquire()  # not ``with``: half the instructions (callgrind), each step keeps one
+        lock.acquire()  # not ``with``: cheaper, and every step keeps a text
         try:
             if self._dead:
                 self._settle()

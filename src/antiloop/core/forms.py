@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from antiloop.core.patterns import Patterns
+from antiloop.core.text.patterns import Patterns
 
 __all__ = [
     "canonical_json",
@@ -178,7 +178,7 @@ def canonical_path(path: str, cwd: str | None = None) -> str | None:
     if not p or "..." in p or ("://" in p and RX.url.match(p)):
         return None
     absolute = p[0] == "/"
-    # callgrind: a path already in canonical form skips the split and join (35% off a miss)
+    # a path already in canonical form skips the split and join
     if "//" in p or "/./" in p or p.endswith(("/", "/.")) or p.startswith("./"):
         p = "/".join([s for s in p.split("/") if s and s != "."])
         if absolute:

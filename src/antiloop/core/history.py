@@ -17,6 +17,7 @@ from antiloop.core.deferred import Deferred
 from antiloop.core.procedure import Procedure
 from antiloop.core.redact import redact_text
 from antiloop.core.result import Readings, SameResult
+from antiloop.core.rules.ruleset import BUILTIN, Rules
 from antiloop.core.step import Step
 
 CONTEXT_KEPT = 120  # the fingerprint shows 80 characters of it
@@ -36,7 +37,7 @@ def key_digest(key: str) -> str:
     the call's arguments, and arguments hold secrets: ``mysql -phunter2``); two digests
     compare equal exactly when their keys do.
     """
-    digest = _KEY_HASH.copy()  # a copy of a ready hash: 25% fewer instructions than a new one
+    digest = _KEY_HASH.copy()  # a copy of a ready hash: cheaper than a new one
     digest.update(key.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
@@ -202,9 +203,10 @@ class History:
         stream: the state of its stream, the current step already included.
         session: the state of its session, the current step already counted.
         message: the step's message record, when it has a message.
+        rules: the rule set the step was read by (its scrubbers' placeholders name values).
     """
 
-    __slots__ = ("message", "procedure", "record", "session", "step", "stream")
+    __slots__ = ("message", "procedure", "record", "rules", "session", "step", "stream")
 
     def __init__(
         self,
@@ -214,7 +216,9 @@ class History:
         stream: StreamState,
         session: SessionState,
         message: MessageRecord | None = None,
+        rules: Rules = BUILTIN,
     ) -> None:
+        self.rules = rules
         self.step = step
         self.record = record
         self.procedure = procedure

@@ -5,9 +5,9 @@ steps are the same procedure exactly when their ``key`` strings are equal. The w
 of small pure steps:
 
 1. the **operation** (3.1): the tool table, or for a shell tool the command it runs, read by
-   the engine (``antiloop.core.shell.engine``) over the rows of ``antiloop.core.rules.programs``
-   (programs and their flags, wrappers such as ``npx``, ``timeout 5``, ``VAR=x``, run kinds), a
-   leading ``cd DIR &&`` and chains looked through;
+   the shell engine (``antiloop.core.shell``) over the rows of the rule set passed in
+   (``antiloop.core.rules``: programs and their flags, wrappers such as ``npx``, ``timeout 5``,
+   ``VAR=x``, run kinds), a leading ``cd DIR &&`` and chains looked through;
 2. the **parameters** (3.2, ``antiloop.core.forms``): JSON forms (key order, ``10`` = ``10.0``,
    surrounding white space), shell words (quoting and spacing vanish; flags commute for the
    search and list programs), multi-line bodies (trailing spaces aside), paths (``./a/b`` =
@@ -16,9 +16,9 @@ of small pure steps:
 3. the **context** (3.3): the files and file patterns touched, after path canonicalisation.
 
 One cache at the top: the procedures of recent calls with scalar arguments, by
-:data:`CallKey`; shell commands new as strings but not in shape are read by shape
-(``antiloop.core.shell.shapes``). ``use_rules`` installs more rows (the ``[canonical]`` table of
-``antiloop.toml``, read by ``antiloop.config``).
+:data:`CallKey` (the rule set among it, by identity). The rules are an argument: the built-in
+rows by default, a config's (``antiloop.core.rules.ruleset.load_rules``) where the guard's
+``Policy`` carries them.
 
 Example:
     >>> procedure_of("Bash", {"command": "grep -rn 'double.*Jump' src/"}).context
@@ -30,8 +30,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from antiloop.core.forms import (
@@ -44,25 +44,19 @@ from antiloop.core.forms import (
     pattern_words,
     render,
 )
-from antiloop.core.patterns import Patterns
-from antiloop.core.rules.programs import BUILTIN, Program, Rules, Runner, Wrapper
-from antiloop.core.shell import shapes as _shapes
+from antiloop.core.rules.ruleset import BUILTIN, Rules
+from antiloop.core.shell.shapes import shell
+from antiloop.core.text.patterns import Patterns
 
 __all__ = [
     "CallKey",
     "Procedure",
-    "Program",
-    "Rules",
-    "Runner",
-    "Wrapper",
     "canonical_json",
     "canonical_path",
     "canonical_value",
     "operation_of_tool",
     "pattern_words",
     "procedure_of",
-    "rules",
-    "use_rules",
 ]
 
 
@@ -151,32 +145,6 @@ def operation_of_tool(tool: str) -> str | None:
     return _TOOL_CHARS.other.sub("-", low)
 
 
-# --------------------------------------------------------------------------------------------
-# The rows in use
-# --------------------------------------------------------------------------------------------
-
-_rules: list[Rules] = [BUILTIN]
-
-
-def rules() -> Rules:
-    """The rows the engine reads: ``rules.programs.BUILTIN`` unless ``use_rules`` set others."""
-    return _rules[0]
-
-
-def use_rules(new: Rules) -> None:
-    """Read shell commands by these rows from now on (the cache of procedures is emptied).
-
-    Example:
-        >>> use_rules(rules().extend(runners=[Runner("ward", "test")]))
-        >>> procedure_of("Bash", {"command": "ward tests/"}).operation
-        'test'
-        >>> use_rules(BUILTIN)
-    """
-    _rules[0] = new
-    _known.clear()
-    _shapes.clear()
-
-
 def _context_json(canon: dict[str, Any]) -> str:
     """The context of a tool outside the table: its canonical JSON, long strings cut at 200.
 
@@ -206,30 +174,7 @@ def _make(
     elif len(key_paths) > 1:
         key_paths = sorted(set(key_paths))
     key = op + "\x1f" + params + "\x1f" + "\x1e".join(key_paths)
-    p: Procedure = _new_object(Procedure)
-    _SET_OPERATION(p, op)
-    _SET_KEY(p, key)
-    _SET_CONTEXT(p, context)
-    _SET_PATHS(p, ordered)
-    _SET_PROGRAMS(p, programs)
-    _SET_PARTS(p, parts)
-    _SET_RUNS(p, op not in _NOT_RUNS)
-    return p
-
-
-# ``Procedure(...)`` through its slots: a frozen dataclass's ``__init__`` is slow.
-# (``Procedure.__new__`` and the fields by name also work compiled, where it is a native class)
-_new_object = Procedure.__new__
-_SETTERS: dict[str, Callable[[Procedure, Any], None]] = {
-    f.name: getattr(Procedure, f.name).__set__ for f in fields(Procedure)
-}
-_SET_OPERATION = _SETTERS["operation"]
-_SET_KEY = _SETTERS["key"]
-_SET_CONTEXT = _SETTERS["context"]
-_SET_PATHS = _SETTERS["paths"]
-_SET_PROGRAMS = _SETTERS["programs"]
-_SET_PARTS = _SETTERS["parts"]
-_SET_RUNS = _SETTERS["runs_something"]
+    return Procedure(op, key, context, ordered, programs, op not in _NOT_RUNS, parts)
 
 
 # --------------------------------------------------------------------------------------------
@@ -280,7 +225,7 @@ def _json_procedure(
     pattern_keys = _PATTERN_KEYS if op == "grep" else _NO_KEYS
     for k, v in args.items():
         if k in path_keys:
-            if type(v) is str:  # inline (callgrind: a Read 25% cheaper with the two below)
+            if type(v) is str:  # ``_path_value`` inlined for the common case
                 c = canonical_path(v, cwd)
                 if c is None:
                     canon[k] = v.strip()
@@ -328,7 +273,11 @@ def _command_of(args: Mapping[str, Any]) -> str | None:
 
 
 def procedure_of(
-    tool: str, args: Mapping[str, Any], paths: Sequence[str] = (), cwd: str | None = None
+    tool: str,
+    args: Mapping[str, Any],
+    paths: Sequence[str] = (),
+    cwd: str | None = None,
+    rules: Rules = BUILTIN,
 ) -> Procedure:
     """The canonical procedure of one tool call (docs/protocol.md section 3).
 
@@ -337,6 +286,7 @@ def procedure_of(
         args: the tool's arguments as sent.
         paths: files or file patterns the step touched beyond ``args``.
         cwd: the working directory; absolute paths under it become relative.
+        rules: the rows shell commands are read by (programs, wrappers, runners).
 
     Returns:
         The procedure; two calls are the same procedure exactly when their keys are equal.
@@ -349,22 +299,25 @@ def procedure_of(
     """
     items = _args_key(args)
     if items is None or len(paths) > 16:
-        return _procedure(tool, args, paths, cwd)
-    key: CallKey = (tool, cwd, paths if type(paths) is tuple else tuple(paths), items)
+        return _procedure(tool, args, paths, cwd, rules)
+    key: CallKey = (tool, cwd, paths if type(paths) is tuple else tuple(paths), items, rules)
     try:
         known = _known.get(key)
     except TypeError:  # a path that cannot be part of a key
-        return _procedure(tool, args, paths, cwd)
+        return _procedure(tool, args, paths, cwd, rules)
     if known is None:
-        known = _known[key] = _procedure(tool, args, paths, cwd)
+        known = _known[key] = _procedure(tool, args, paths, cwd, rules)
         if len(_known) > _KNOWN:
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # evicted already
                 del _known[next(iter(_known))]
     return known
 
 
-CallKey: TypeAlias = tuple[str, str | None, tuple[str, ...], tuple[tuple[str, type, object], ...]]
-"""The cache's key: (tool, cwd, paths, the arguments as (name, type, value) in their order)."""
+CallKey: TypeAlias = tuple[
+    str, str | None, tuple[str, ...], tuple[tuple[str, type, object], ...], Rules
+]
+"""The cache's key: (tool, cwd, paths, the arguments as (name, type, value) in their order,
+the rule set)."""
 _known: dict[CallKey, Procedure] = {}
 """Procedures of recent calls whose arguments are all scalars, first in, first out."""
 _KNOWN = 1024
@@ -393,7 +346,7 @@ def _args_key(args: Mapping[str, Any]) -> tuple[tuple[str, type, Any], ...] | No
 
 
 def _procedure(
-    tool: str, args: Mapping[str, Any], paths: Sequence[str], cwd: str | None
+    tool: str, args: Mapping[str, Any], paths: Sequence[str], cwd: str | None, rules: Rules
 ) -> Procedure:
     """``procedure_of`` without the cache."""
     low = tool.lower()
@@ -401,7 +354,7 @@ def _procedure(
         command = _command_of(args)
         if command is None:
             return _json_procedure("bash", args, paths, cwd, True)
-        kind, params, context, found, programs, parts = _shapes.shell(command, cwd, _rules[0])
+        kind, params, context, found, programs, parts = shell(command, cwd, rules)
         extra = {
             k: v
             for k, v in args.items()

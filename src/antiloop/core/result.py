@@ -6,9 +6,9 @@ ONE criterion holds (exact text, scrubbed text, match set or count, error line, 
 count, no file changed) and NO state reading both have disagrees (exit code, failing count,
 error line, match reading, file hash or mtime).
 
-What is read comes from rows (``antiloop.core.rules.readings``: test runners, error-line rules,
-scrubbers) that one engine compiles (``antiloop.core.text.engine``); a config adds rows
-(``[readings]``). ``read_result`` is the one read path over them:
+What is read comes from the rows of a rule set (``antiloop.core.rules.ruleset.Rules``: test
+runners' summaries, error-line rules, scrubbers), passed in (the built-in rows by default) and
+compiled by its engine (``antiloop.core.text.engine``). ``read_result`` is the one read path:
 
 - Output and error up to 256 KiB together are read whole, and the readings of a text seen
   recently come from the one cache (``_known``, keyed by ``ReadKey``): an agent repeats
@@ -31,8 +31,9 @@ from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 from antiloop.core.redact import redact_text
+from antiloop.core.rules.ruleset import BUILTIN, Rules
 from antiloop.core.step import FileState
-from antiloop.core.text.engine import VIEW, Engine, current
+from antiloop.core.text.engine import VIEW, Engine, engine_for
 
 __all__ = ["ReadKey", "Readings", "SameResult", "read_result", "same_result", "scrub"]
 
@@ -132,7 +133,7 @@ class ReadKey(NamedTuple):
     digest: bytes  # SHA-1 of the output, a separator and the error
     matches: bool  # read as a grep or list operation (its match set)
     runs: bool  # the step runs something (its output's error line and failing count)
-    engine: Engine  # the rows it was read with
+    rules: Rules  # the rule set it was read by
 
 
 _known: dict[ReadKey, Readings] = {}
@@ -167,12 +168,13 @@ def _slices(text: str) -> Iterator[str]:
         start = end
 
 
-def scrub(text: str) -> str:
+def scrub(text: str, rules: Rules = BUILTIN) -> str:
     """Replace the volatile values of a text by placeholders.
 
     Durations (``0.52s``, ``412ms``, ``3 ms``), clock times, dates, hex addresses, process and
     process-group ids and temporary paths become ``<dur>``, ``<time>``, ``<date>``,
-    ``0x<hex>``, ``<pid>`` and ``<tmp>`` (and a config's scrubbers their placeholders). Plain
+    ``0x<hex>``, ``<pid>`` and ``<tmp>`` (and the scrubbers of ``rules`` beyond the built-in
+    ones, their placeholders). Plain
     numbers (counts, line numbers, percentages) stay. A text with nothing to replace comes
     back as it is.
 
@@ -182,7 +184,7 @@ def scrub(text: str) -> str:
     """
     if not text:
         return text
-    engine = current()
+    engine = engine_for(rules)
     pieces: list[str] = []
     changed = False
     for part in _slices(text):
@@ -196,41 +198,21 @@ def scrub(text: str) -> str:
     return "".join(pieces) if changed else text
 
 
-def in_words(text: str) -> str:
-    """A scrubbed text as people and models read it: each placeholder's ``<...>`` as ``…``.
-
-    Reasons and hints show a result's label or error line; the fingerprint keeps the
-    placeholders (the same on every machine), the words keep none (a config's too).
-
-    Example:
-        >>> in_words(scrub("took 0.52s at 0x7f3a9c2e1b40")), in_words("in /x <tm…")
-        ('took … at 0x…', 'in /x …')
-    """
-    if "<" not in text:
-        return text
-    for row in current().rules.scrubbers:
-        token = row.placeholder
-        if token in text:
-            text = text.replace(token, re.sub(r"<[^<>]*>", "…", token))
-    cut = text.rfind("<")
-    if text.endswith("…") and cut >= 0 and ">" not in text[cut:]:  # a label cut in one
-        text = text[:cut] + "…"
-    return text
-
-
-def _error_line(texts: Iterable[str], views: Iterable[bytes | None] = ()) -> str | None:
+def _error_line(
+    texts: Iterable[str], views: Iterable[bytes | None] = (), rules: Rules = BUILTIN
+) -> str | None:
     """The scrubbed first error line of the first text that has one, unredacted.
 
     ``views``: for each text, its class view when the text is ASCII, else None.
     """
-    finder = current().finder()
+    finder = engine_for(rules).finder()
     views = iter(views)
     for text in texts:
         view = next(views, None)
         if text:
             line = finder.first_line(text, view)
             if line is not None:
-                line = " ".join(scrub(line).split())
+                line = " ".join(scrub(line, rules).split())
                 if line:
                     return line
     return None
@@ -243,6 +225,7 @@ def read_result(
     error: str | None,
     exit_code: int | None,
     file_states: Mapping[str, FileState],
+    rules: Rules = BUILTIN,
 ) -> Readings:
     """Read a step's result into the readings ``same_result`` compares.
 
@@ -254,6 +237,7 @@ def read_result(
         error: the tool's error text.
         exit_code: the process exit code, where there is one.
         file_states: the touched files' states after the step.
+        rules: the rule set whose summaries, error rules and scrubbers read the texts.
 
     Returns:
         The readings. The head and the error line are kept in session state and shown in
@@ -270,7 +254,7 @@ def read_result(
     files: _Files = ()
     if file_states:
         files = tuple(sorted([(p, s.sha256, s.mtime) for p, s in file_states.items()]))
-    engine = current()
+    engine = engine_for(rules)
 
     key: ReadKey | None = None
     views: tuple[bytes | None, bytes | None] = (None, None)  # (error, output) when ASCII
@@ -283,7 +267,7 @@ def read_result(
         h.update(raw_out)
         h.update(_SEPARATOR)
         h.update(raw_err)
-        key = ReadKey(h.digest(), wants_matches, runs_something, engine)
+        key = ReadKey(h.digest(), wants_matches, runs_something, rules)
         known = _known.get(key)
         if known is not None:
             if known.exit_code == exit_code and known.files == files:
@@ -314,7 +298,7 @@ def read_result(
     failing: int | None = None
     if err or (runs_something and out):
         both = runs_something
-        error_line = _error_line((err, out) if both else (err,), views)
+        error_line = _error_line((err, out) if both else (err,), views, rules)
         failing = engine.failing((err, out) if both else (err,))
 
     readings = Readings(

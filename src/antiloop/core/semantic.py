@@ -5,7 +5,8 @@ Similarity alone cannot tell "the login bug is fixed" from "the login bug is sti
 These small rules give the second signals; the decisions themselves (``goal_reached``,
 ``stalled``) live here too, so the detectors and ``antiloop calibrate`` judge the same way.
 
-Everything here is the standard library and pure: no embedder is called.
+``Embedder`` is the protocol the semantic detectors are given an embedder by; ``antiloop.embed``
+implements it. Everything else here is the standard library and pure: no embedder is called.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-from antiloop.core.patterns import LazyPattern
 from antiloop.core.text import cues
+from antiloop.core.text.patterns import LazyPattern
 from antiloop.core.text.stagnation import (
     DECAY as DECAY,  # re-exported: the detectors read them here
 )
@@ -24,6 +27,26 @@ from antiloop.core.text.stagnation import FLOOR_MARGIN as FLOOR_MARGIN
 from antiloop.core.text.stagnation import decayed_similarity as decayed_similarity
 from antiloop.core.text.stagnation import numbers_progress as numbers_progress
 from antiloop.core.text.stagnation import stalled as stalled
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit (L2-normalised) vectors of one fixed dimension.
+
+    Example::
+
+        vectors = get_embedder("ngram").embed(["tests pass", "all tests pass"])
+    """
+
+    @property
+    def id(self) -> str:
+        """The model id (``ngram-v1``, ``minilm-l6-int8``); thresholds are stored per id."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One unit vector per text, in order."""
+        ...
+
 
 _DIGITS = LazyPattern(r"\d+")
 _WORD = LazyPattern(r"[a-z][a-z0-9_']*|\d+")

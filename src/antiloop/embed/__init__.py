@@ -10,8 +10,10 @@ Built-ins are found by name the way a third party's are::
 
 Entry points in the group ``antiloop.embedders`` are found by their name as well.
 
-Thresholds are per model, so every embedder has an ``id`` that is stored beside them. Importing
-this package imports neither numpy nor onnxruntime; ``minilm`` loads them at its first ``embed``.
+Each implements the ``Embedder`` protocol of the core (``antiloop.core.semantic``, importable
+here too). Thresholds are per model, so every embedder has an ``id`` that is stored beside them.
+Importing this package imports neither numpy nor onnxruntime; ``minilm`` loads them at its
+first ``embed``.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 from antiloop.core.errors import ConfigError
+from antiloop.core.semantic import Embedder
 
 __all__ = [
     "BUILTIN",
@@ -47,25 +49,6 @@ BUILTIN: dict[str, str] = {
 _ST_PREFIX = "sentence-transformers:"
 _notice_lock = threading.Lock()
 _notice_shown = False
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into unit (L2-normalised) vectors of one fixed dimension.
-
-    Example::
-
-        vectors = get_embedder("ngram").embed(["tests pass", "all tests pass"])
-    """
-
-    @property
-    def id(self) -> str:
-        """The model id (``ngram-v1``, ``minilm-l6-int8``); thresholds are stored per id."""
-        ...
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One unit vector per text, in order."""
-        ...
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

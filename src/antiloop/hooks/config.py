@@ -36,6 +36,7 @@ from antiloop.core.errors import ConfigError
 if TYPE_CHECKING:
     from antiloop.approval.policy import ApprovalPolicy
     from antiloop.config import GuardConfig
+    from antiloop.core.rules.ruleset import Rules
 
 __all__ = [
     "AGENT_INTERNAL_TOOLS",
@@ -86,6 +87,7 @@ class HookConfig:
         source: the file read, or None.
         telemetry: the ``[telemetry]`` table as given (``antiloop.telemetry`` checks it).
         budgets: the ``[budgets]`` table as given (``antiloop.budgets`` checks it).
+        rules: the rule set of ``[canonical]`` and ``[readings]``; None for the built-in one.
     """
 
     guard: Mapping[str, Any] = field(default_factory=dict)
@@ -97,6 +99,7 @@ class HookConfig:
     source: str | None = None
     telemetry: Mapping[str, Any] | None = None
     budgets: Mapping[str, Any] | None = None
+    rules: Rules | None = None
 
     def guard_config(self) -> GuardConfig:
         """The GuardConfig with the hook defaults applied where the file said nothing."""
@@ -106,7 +109,10 @@ class HookConfig:
         data.setdefault("repeat_action", "block")
         if "detectors" not in data and not {"max_steps", "task_type"} & self.explicit:
             data["detectors"] = [d for d in DETECTOR_NAMES if d != "max-steps"]
-        return GuardConfig.from_mapping(data, self.source or "hook defaults")
+        source = self.source or "hook defaults"
+        if self.rules is None:
+            return GuardConfig.from_mapping(data, source)
+        return GuardConfig.from_mapping(data, source, rules=self.rules)
 
     def approval_policy(self) -> ApprovalPolicy:
         """The approval policy (the shipped default unless ``[approval]`` says otherwise).
@@ -176,6 +182,7 @@ def load_hook_config(
         source=settings.source,
         telemetry=settings.tables.get("telemetry"),
         budgets=settings.tables.get("budgets"),
+        rules=settings.rules,
         **switches,
     )
 
@@ -186,7 +193,7 @@ def _hook_table(hooks: object, source: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in hooks.items():
         if key not in _HOOK_KEYS:
-            from antiloop.core.suggest import unknown
+            from antiloop.core.text.suggest import unknown
 
             raise ConfigError(f"{source} [hooks]: {unknown('key', key, _HOOK_KEYS)}")
         if key == "approval" and value not in ("policy", "off"):

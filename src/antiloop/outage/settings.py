@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from antiloop.core.errors import ConfigError
-from antiloop.core.suggest import unknown
+from antiloop.core.text.suggest import unknown
 
 DEFAULT_JOURNAL = "~/.antiloop/journal"
 DEFAULT_WINDOW = 10.0

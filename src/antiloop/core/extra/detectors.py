@@ -25,19 +25,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from antiloop.core import decide, fingerprint
 from antiloop.core.detectors import Detector
 from antiloop.core.extra.edits import edit_effect, whole_write, write_digests
 from antiloop.core.history import History, StepRecord
-from antiloop.core.result import Readings, SameResult, in_words
+from antiloop.core.result import Readings, SameResult
+from antiloop.core.text.engine import in_words
 from antiloop.core.verdict import Verdict
 
-if TYPE_CHECKING:
-    from antiloop.config import GuardConfig
-
-__all__ = ["CosmeticRerun", "HiddenRepeat", "edit_effect", "opt_in_detectors"]
+__all__ = ["CosmeticRerun", "HiddenRepeat", "edit_effect"]
 
 _OBSERVED = "~observed"
 _FILES_KEPT = 16
@@ -265,7 +263,7 @@ class HiddenRepeat(Detector):
         fp = fingerprint.build(
             history.agent, "hidden-repeat", chain.context, chain.label, chain.digest
         )
-        times, label = _times(chain.occurrences), in_words(chain.label)
+        times, label = _times(chain.occurrences), in_words(chain.label, history.rules)
         return Verdict.stop(
             "hidden-repeat",
             outcome="loop",
@@ -307,7 +305,7 @@ class CosmeticRerun(Detector):
         fp = fingerprint.build(
             history.agent, "cosmetic-rerun", chain.context, chain.label, chain.digest
         )
-        times, label = _times(chain.occurrences), in_words(chain.label)
+        times, label = _times(chain.occurrences), in_words(chain.label, history.rules)
         return Verdict.ask(
             "cosmetic-rerun",
             outcome="loop",
@@ -321,14 +319,3 @@ class CosmeticRerun(Detector):
             ),
             evidence=chain.evidence,
         )
-
-
-def opt_in_detectors(config: GuardConfig) -> list[Detector]:
-    """The opt-in detectors ``config.detectors`` names, with the config's thresholds."""
-    on = config.detectors
-    parts: list[Detector] = []
-    if "hidden-repeat" in on:
-        parts.append(HiddenRepeat(config.hidden_repeat_threshold))
-    if "cosmetic-rerun" in on:
-        parts.append(CosmeticRerun(config.cosmetic_rerun_threshold))
-    return parts

@@ -10,25 +10,34 @@ Three kinds of row, read by one engine (``antiloop.core.shell.engine``):
   one: ``sudo grep`` is its own program, unless a config row says otherwise);
 - :class:`Runner`: a program, or one of its subcommands, whose run is a test or a build.
 
-``BUILTIN`` holds the rows of section 3.1-3.2; ``Rules.extend`` adds rows (a row with the
-name of a built-in one replaces it) and ``rules_from_mapping`` reads them from the
-``[canonical]`` table of ``antiloop.toml``, validated: a bad key or value is a one-line
-``ConfigError`` that names it.
+``PROGRAMS``, ``WRAPPERS`` and ``RUNNERS`` hold the rows of sections 3.1-3.2 (the rule set
+``antiloop.core.rules.ruleset.BUILTIN`` is made of them); ``rows_of_table`` reads more rows from
+the ``[canonical]`` table of ``antiloop.toml``, validated: a bad key or value is a one-line
+``ConfigError`` that names it (a row with the name of a built-in one replaces it).
 
 Example:
-    >>> BUILTIN.extend(runners=[Runner("ward", "test")]).runners["ward"][0].kind
+    >>> rows_of_table({"runners": [{"program": "ward", "kind": "test"}]})["runners"][0].kind
     'test'
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from antiloop.core.errors import ConfigError
 
-__all__ = ["BUILTIN", "OPERATIONS", "Program", "Rules", "Runner", "Wrapper", "rules_from_mapping"]
+__all__ = [
+    "OPERATIONS",
+    "PROGRAMS",
+    "RUNNERS",
+    "WRAPPERS",
+    "Program",
+    "Runner",
+    "Wrapper",
+    "rows_of_table",
+]
 
 OPERATIONS = ("bash", "read", "list", "grep", "edit", "build", "test")
 """The operations a shell command can be, lowest first: a chain is its highest part's."""
@@ -96,34 +105,6 @@ class Runner:
     direct: frozenset[str] = _NONE  # more words that count only as the first operand (npm t)
 
 
-@dataclass(frozen=True, slots=True)
-class Rules:
-    """The rows the engine reads, by name (an alias too)."""
-
-    programs: Mapping[str, Program]
-    wrappers: Mapping[str, tuple[Wrapper, ...]]
-    runners: Mapping[str, tuple[Runner, ...]]
-
-    def extend(
-        self,
-        programs: Iterable[Program] = (),
-        wrappers: Iterable[Wrapper] = (),
-        runners: Iterable[Runner] = (),
-    ) -> Rules:
-        """These rules and more rows (a row named as one here replaces it; runners go first)."""
-        progs = dict(self.programs)
-        for p in programs:
-            for name in (p.name, *p.aliases):
-                progs[name] = p
-        wraps = dict(self.wrappers)
-        for w in wrappers:
-            wraps[w.name] = (w, *(o for o in wraps.get(w.name, ()) if o.sub != w.sub))
-        runs = dict(self.runners)
-        for r in reversed(list(runners)):
-            runs[r.program] = (r, *runs.get(r.program, ()))
-        return Rules(progs, wraps, runs)
-
-
 _GREP_LONG = _names(
     "regexp file max-count after-context before-context context include exclude exclude-dir"
     " exclude-from label binary-files devices directories group-separator"
@@ -136,7 +117,7 @@ _RG_LONG = _names(
     " engine hostname-bin hyperlink-format generate"
 )
 _NO_PATTERN = _names("-e --regexp -f --file")  # grep -e X: the operands are paths
-_PROGRAMS = (
+PROGRAMS = (
     Program("grep", ("egrep", "fgrep"), "efmABCdD", _GREP_LONG, True, True, no_pattern=_NO_PATTERN),
     Program(
         "rg", (), "efgtTABCmMdjrE", _RG_LONG, True, True,
@@ -232,7 +213,7 @@ _UV_LONG = _names(
     "with python project directory extra group package env-file with-requirements index from"
     " only-group"
 )
-_WRAPPERS = (
+WRAPPERS = (
     *(Wrapper(name) for name in ("time", "nohup", "command", "builtin", "exec")),
     Wrapper("env", "", "uCS", _names("unset chdir split-string")),
     Wrapper("nice", "", "n", _names("adjustment")),
@@ -247,7 +228,7 @@ _WRAPPERS = (
 
 _TEST_WORDS = _names("test t nextest")
 _NPM_RUN = _names("run run-script")
-_RUNNERS = (
+RUNNERS = (
     *(Runner(p, "test") for p in _names(
         "pytest py.test unittest jest vitest mocha rspec tox nox ava phpunit ctest")),
     *(Runner(p, "build") for p in ("make", "gmake", "tsc", "webpack")),
@@ -269,9 +250,6 @@ _RUNNERS = (
     *(Runner(p, "build", _names("assemble"), anywhere=True) for p in ("gradle", "gradlew")),
 )  # fmt: skip
 
-BUILTIN = Rules({}, {}, {}).extend(_PROGRAMS, _WRAPPERS, _RUNNERS)
-"""The rows of docs/protocol.md sections 3.1-3.2."""
-
 
 # --------------------------------------------------------------------------------------------
 # Rows from config: the [canonical] table
@@ -287,18 +265,20 @@ _CHOICES = {
 }
 
 
-def rules_from_mapping(table: Mapping[str, Any], source: str = "config") -> Rules:
-    """The built-in rules extended by the rows of a ``[canonical]`` table.
+def rows_of_table(table: Mapping[str, Any], source: str = "config") -> dict[str, list[Any]]:
+    """The rows of a ``[canonical]`` table: ``programs``, ``wrappers`` and ``runners``.
 
-    The table holds arrays of tables ``programs``, ``wrappers`` and ``runners``; each row's
-    keys are the fields of :class:`Program`, :class:`Wrapper` or :class:`Runner` (lists of
-    strings for sets, a table of flag to operation for ``op_flags``).
+    The table holds arrays of tables of those names; each row's keys are the fields of
+    :class:`Program`, :class:`Wrapper` or :class:`Runner` (lists of strings for sets, a table
+    of flag to operation for ``op_flags``).
 
     Raises:
         ConfigError: an unknown key or a value of the wrong kind, named in one line.
     """
-    from antiloop.core.suggest import unknown
+    from antiloop.core.text.suggest import unknown
 
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{source}: [canonical] must be a table, not {table!r}")
     rows: dict[str, list[Any]] = {name: [] for name in _ROWS}
     for name, value in table.items():
         if name not in _ROWS:
@@ -306,11 +286,11 @@ def rules_from_mapping(table: Mapping[str, Any], source: str = "config") -> Rule
         if not isinstance(value, list) or not all(isinstance(r, Mapping) for r in value):
             raise ConfigError(f"{source}: [canonical] {name!r} must be an array of tables")
         rows[name] = [_row(_ROWS[name], r, f"{source}: [[canonical.{name}]]") for r in value]
-    return BUILTIN.extend(rows["programs"], rows["wrappers"], rows["runners"])
+    return rows
 
 
 def _row(cls: type[Any], data: Mapping[str, Any], where: str) -> Any:
-    from antiloop.core.suggest import unknown
+    from antiloop.core.text.suggest import unknown
 
     known = {f.name: f for f in fields(cls)}
     values: dict[str, Any] = {}

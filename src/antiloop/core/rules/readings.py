@@ -2,14 +2,15 @@ r"""The rows result readings are read by (docs/protocol.md section 4): data, not
 
 Three tables, each a tuple of frozen rows that ``antiloop.core.text.engine`` compiles once:
 
-- ``RUNNERS``: how each test runner's summary reads (pytest, unittest, jest, vitest, mocha,
+- ``SUMMARIES``: how each test runner's summary reads (pytest, unittest, jest, vitest, mocha,
   RSpec, JUnit/Maven/Gradle, cargo test, go test) and which of its numbers are failing tests;
 - ``ERROR_RULES``: which lines are the error line (whole words, line starts, a traceback's
   last line, timeouts) and which say there is none; the first line any rule finds wins;
 - ``SCRUBBERS``: what is masked before comparing (durations, clock times, dates, hex
   addresses, process ids, temporary paths) and by which placeholder.
 
-A config adds rows (``[readings]`` in ``antiloop.toml``, read by ``rules_from_table``)::
+The rule set ``antiloop.core.rules.ruleset.BUILTIN`` is made of them. A config adds rows
+(``[readings]`` in ``antiloop.toml``, read by ``rows_of_table``), after the built-in ones::
 
     [[readings.test_runners]]
     name = "tap"
@@ -35,26 +36,25 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 from antiloop.core.errors import ConfigError
-from antiloop.core.suggest import unknown
+from antiloop.core.text.suggest import unknown
 
 __all__ = [
     "ERROR_RULES",
-    "RUNNERS",
     "SCRUBBERS",
+    "SUMMARIES",
     "Block",
     "ErrorRule",
     "NoError",
     "Pattern",
-    "Rules",
-    "Runner",
     "Scrubber",
+    "Summary",
     "Word",
-    "rules_from_table",
+    "rows_of_table",
 ]
 
 
 @dataclass(frozen=True, slots=True)
-class Runner:
+class Summary:
     """A test runner's summary line and the failing tests it names.
 
     Attributes:
@@ -151,18 +151,9 @@ class Scrubber:
     raw: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Rules:
-    """The rows one read path uses: the built-ins, and what a config adds after them."""
-
-    runners: tuple[Runner, ...]
-    errors: tuple[ErrorRule, ...]
-    scrubbers: tuple[Scrubber, ...]
-
-
-RUNNERS = (
+SUMMARIES = (
     # "=== 3 failed, 10 passed, 1 error in 0.52s ===", "2 failed in 1.10 seconds"
-    Runner(
+    Summary(
         "pytest",
         r"(?:(?:\d+ (?:failed|passed|skipped|deselected|xfailed|xpassed|warnings?|errors?"
         r"|rerun)(?:, |[ ]))+|no tests ran[ ])in \d+(?:\.\d+)?[ ]?s",
@@ -170,12 +161,12 @@ RUNNERS = (
         starts=r"[\dn]",
     ),
     # "  3 failing" (after "  5 passing (12ms)")
-    Runner("mocha", r"\d+ failing\b|\d+ passing \(", r"(\d+) failing", starts=r"\d"),
-    Runner("rspec", r"\d+ examples?, \d+ failures?", r"(\d+) failures?", starts=r"\d"),
+    Summary("mocha", r"\d+ failing\b|\d+ passing \(", r"(\d+) failing", starts=r"\d"),
+    Summary("rspec", r"\d+ examples?, \d+ failures?", r"(\d+) failures?", starts=r"\d"),
     # "Tests:       2 failed, 5 passed, 7 total" (not "Test Suites:")
-    Runner("jest", r"Tests:[ ]+[^\n]*\btotal", r"(\d+) failed\b", starts="T"),
+    Summary("jest", r"Tests:[ ]+[^\n]*\btotal", r"(\d+) failed\b", starts="T"),
     # " Tests  2 failed | 5 passed (7)"
-    Runner(
+    Summary(
         "vitest",
         r"Tests[ ]{2,}\d+ [a-z]+(?: \| \d+ [a-z]+)*[ ]+\(\d+\)",
         r"(\d+) failed\b",
@@ -183,7 +174,7 @@ RUNNERS = (
     ),
     # "[ERROR] Tests run: 10, Failures: 2, Errors: 1, Skipped: 0"; the per-class lines go on
     # with ", Time elapsed: ..." and count only without a summary (Maven, Gradle, JUnit 4)
-    Runner(
+    Summary(
         "junit",
         r"(?:\[[A-Z]+\][ ]+)?Tests run: \d+,[ ]+Failures: \d+[^\n]*",
         r"^(?:\[[A-Z]+\][ ]+)?Tests run: \d+,[ ]+Failures: (\d+)(?:,[ ]+Errors: (\d+))?",
@@ -191,21 +182,21 @@ RUNNERS = (
         starts=r"[\[T]",
     ),
     # "Ran 7 tests in 0.003s", a blank line, "FAILED (failures=2, errors=1)" or "OK"
-    Runner(
+    Summary(
         "unittest",
         r"Ran \d+ tests? in [^\n]*\n++(?:OK\b|FAILED \([^)\n]*\))",
         r"(?:FAILED \(|, )(?:failures|errors)=(\d+)",
         starts="R",
     ),
     # "test result: FAILED. 3 passed; 2 failed; ..." (one line per test binary)
-    Runner(
+    Summary(
         "cargo",
         r"test result: (?:ok|FAILED)\. \d+ passed; \d+ failed;",
         r"(\d+) failed;",
         starts="test result: ",
     ),
     # a package verdict line; each "--- FAIL:" line, over the whole text, is one failing test
-    Runner("go", r"ok[ ]+\S+\t|PASS(?=\n|$)|FAIL\t", count="--- FAIL:", starts="[oPF]"),
+    Summary("go", r"ok[ ]+\S+\t|PASS(?=\n|$)|FAIL\t", count="--- FAIL:", starts="[oPF]"),
 )
 
 # A line that says the command timed out: "timed out" in any case, the word Timeout (capitalised
@@ -315,22 +306,20 @@ SCRUBBERS = (
     ),
 )
 
-BUILTIN = Rules(RUNNERS, ERROR_RULES, SCRUBBERS)
-"""The rows of docs/protocol.md section 4."""
-
-
 # -- rows from a config ---------------------------------------------------------------------
 
 _KINDS: dict[str, tuple[type[Any], ...]] = {
-    "test_runners": (Runner,),
+    "test_runners": (Summary,),
     "scrubbers": (Scrubber,),
     "error_lines": (Pattern, NoError),
 }
 _REGEXES = ("starts", "summary", "failing", "pattern", "before", "after", "then", "lead")
 
 
-def rules_from_table(table: Mapping[str, Any], source: str = "config") -> Rules:
-    """The rows a ``[readings]`` table adds: ``test_runners``, ``scrubbers``, ``error_lines``.
+def rows_of_table(table: Mapping[str, Any], source: str = "config") -> dict[str, list[Any]]:
+    """The rows of a ``[readings]`` table (``test_runners``, ``scrubbers``, ``error_lines``).
+
+    Returned by the name ``Rules.extend`` takes them by: summaries, scrubbers, errors.
 
     Raises:
         ConfigError: one line naming the table, the row and what is wrong with it.
@@ -346,9 +335,11 @@ def rules_from_table(table: Mapping[str, Any], source: str = "config") -> Rules:
             raise ConfigError(f"{where} {kind} must be a list of tables ([[readings.{kind}]])")
         for index, row in enumerate(rows):
             found[kind].append(_row(kind, index, row, where))
-    return Rules(
-        tuple(found["test_runners"]), tuple(found["error_lines"]), tuple(found["scrubbers"])
-    )
+    return {
+        "summaries": found["test_runners"],
+        "errors": found["error_lines"],
+        "scrubbers": found["scrubbers"],
+    }
 
 
 def _row(kind: str, index: int, row: object, where: str) -> Any:

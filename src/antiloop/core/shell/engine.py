@@ -1,11 +1,9 @@
 """The engine: a shell command's operation, canonical words, paths and programs (section 3).
 
-One reader of the rows of ``antiloop.core.rules.programs``: ``shell(command, cwd, rules)``
-tokenizes the command (``antiloop.core.shell.tokens``), looks through leading ``cd DIR &&`` and
-each simple command's wrappers (:class:`~antiloop.core.rules.programs.Wrapper`), reads the
-program's arguments by its :class:`~antiloop.core.rules.programs.Program` row (flags split,
-sorted when they commute, patterns read as words, paths canonical) and takes the run kind of a
-:class:`~antiloop.core.rules.programs.Runner`.
+``shell(command, cwd, rules)`` tokenizes the command (``tokens``), looks through leading
+``cd DIR &&`` and each simple command's ``Wrapper`` rows, reads the program's arguments by its
+``Program`` row (flags split, sorted when they commute, patterns read as words, paths
+canonical) and takes the run kind of a ``Runner`` row (``antiloop.core.rules.programs``).
 """
 
 from __future__ import annotations
@@ -13,31 +11,30 @@ from __future__ import annotations
 from typing import Any
 
 from antiloop.core.forms import canonical_path, dumps_items, pattern_words, render, verbatim
-from antiloop.core.patterns import Patterns
-from antiloop.core.rules.programs import OPERATIONS, Program, Rules, Runner
+from antiloop.core.rules.programs import OPERATIONS, Program, Runner
+from antiloop.core.rules.ruleset import Rules
 from antiloop.core.shell.tokens import (
     INPUTS,
+    RESERVED,
+    SKIP_WORDS,
     WRITES,
     Command,
     Token,
     commands,
     plain_tokens,
+    shell_script,
+    stripped,
     tokenize,
     unparsable,
 )
+from antiloop.core.text.patterns import Patterns
 
-__all__ = ["Shell", "read_text", "read_tokens", "shell", "stripped"]
+__all__ = ["Shell", "read_text", "read_tokens", "shell"]
 
 #: (operation, params, context, paths in order, programs, (program, operation) of each part)
 Shell = tuple[str, str, str, list[str], tuple[str, ...], tuple[tuple[str, str], ...]]
 
 _RANK = {op: i for i, op in enumerate(OPERATIONS)}
-_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
-_RESERVED = frozenset(
-    {"for", "while", "until", "if", "case", "select", "function", "done", "fi", "esac", "in",
-     "then", "do", "else", "elif", "{", "}", "!", "[[", "]]"}
-)  # fmt: skip
-_SKIP_WORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{"})
 _NO_PROGRAM = Program("", files=False)
 _NONE: frozenset[str] = frozenset()
 RX = Patterns(
@@ -89,7 +86,7 @@ def _unwrap(words: list[str], rules: Rules) -> int:
     wrappers = rules.wrappers
     while i < n:
         w = words[i]
-        if w in _SKIP_WORDS or (RX.assign.match(w) and "/" not in w.split("=", 1)[0]):
+        if w in SKIP_WORDS or (RX.assign.match(w) and "/" not in w.split("=", 1)[0]):
             i += 1
             continue
         base = _base(w)
@@ -297,7 +294,7 @@ def _program(
             row = sub
             head += args[: k + 1]
             args = args[k + 1 :]
-    if prog not in _RESERVED:
+    if prog not in RESERVED:
         part.program = prog
     if row.commute:
         _commuting(part, head, args, row, cwd, base)
@@ -413,18 +410,6 @@ def _commuting(
     part.paths.extend(globs)
 
 
-def _shell_script(words: list[str]) -> str | None:
-    """The script of ``bash -lc SCRIPT`` / ``sh -c SCRIPT`` (no wrapper before it), else None."""
-    if not words or _base(words[0]) not in _SHELLS:
-        return None
-    k, n = 1, len(words)
-    while k < n and words[k].startswith(("-", "+")) and not words[k].startswith("--"):
-        if "c" in words[k][1:]:
-            return words[k + 1] if k + 1 < n else None
-        k += 2 if words[k] in ("-o", "+o", "-O", "+O") else 1
-    return None
-
-
 def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
     """The operation, canonical words, context, paths and programs of a shell command."""
     text = stripped(command)
@@ -456,25 +441,11 @@ def read_text(text: str, cwd: str | None, rules: Rules) -> Shell:
     return op, dumps_items(["\x1e", text]), text, paths, programs, parts
 
 
-def stripped(command: str) -> str:
-    """The command without surrounding blanks, but for a trailing backslash's blank."""
-    text = command.strip()
-    if text.endswith("\\"):
-        rest = command.lstrip()
-        blank = rest[len(text) : len(text) + 1]
-        odd = (len(text) - len(text.rstrip("\\"))) % 2 == 1
-        if blank == "\n" and odd:  # a backslash-newline continues the line: bash drops both
-            text = text[:-1].rstrip()
-        elif blank.isspace() and blank != "\n":  # an escaped trailing blank is a word:
-            text = rest  # ``printf \ `` prints a space
-    return text
-
-
 def read_tokens(tokens: list[Token], cwd: str | None, rules: Rules) -> Shell:
     """``shell`` of a command already split into tokens."""
     cmds = commands(tokens)
     if len(cmds) == 1 and not cmds[0].redirs and cmds[0].sep in ("", ";"):
-        script = _shell_script(cmds[0].words)
+        script = shell_script(cmds[0].words)
         if script is not None:
             return shell(script, cwd, rules)
     items: list[Any] = []

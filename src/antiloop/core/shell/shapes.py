@@ -17,6 +17,9 @@ each shape once:
 - a later command of the shape fills the format strings with its own words; where its values
   would merge paths or programs that the markers kept apart, the engine reads it instead.
 
+The shapes are remembered per rule set (by identity), a few rule sets at most: two guards
+with different rows never share a reading. Nothing outside this module sees the memo.
+
 Only commands of words, single quotes and ``; & | && ||`` are read by shape (no redirections,
 expansions or escapes), and none with a flag named twice (their sorted order would depend on
 the values), none holding ``zq`` (the markers' letters).
@@ -30,26 +33,29 @@ from dataclasses import fields
 from typing import Any
 
 from antiloop.core.forms import pattern_words
-from antiloop.core.rules.programs import Rules
+from antiloop.core.rules.ruleset import Rules
+from antiloop.core.shell.engine import RX as _CMD_RX
 from antiloop.core.shell.engine import (
-    _RESERVED,
-    _SHELLS,
-    _SKIP_WORDS,
     Shell,
     read_text,
     read_tokens,
 )
-from antiloop.core.shell.engine import RX as _CMD_RX
-from antiloop.core.shell.engine import stripped as _stripped
-from antiloop.core.shell.tokens import Redirect, Token, plain_tokens
+from antiloop.core.shell.tokens import (
+    RESERVED,
+    SHELLS,
+    SKIP_WORDS,
+    Redirect,
+    Token,
+    plain_tokens,
+    stripped,
+)
 
-__all__ = ["clear", "shell"]
+__all__ = ["shell"]
 
-# callgrind, bench/workload.py (1,000 steps warm, 2,000 counted): procedure_of 83,843 -> 60,821
-# instructions a call (-27%); Guard.record 217,217 -> 194,978 (-10%)
-_SHAPES = 1024  # shapes kept, first in first out
-_ENGINE_WORDS = frozenset({"cd", "--", "-", ".", "~", "/dev/null"}) | _SHELLS | _RESERVED
-_ENGINE_WORDS |= _SKIP_WORDS
+_SHAPES = 1024  # shapes kept per rule set, first in first out
+_RULE_SETS = 8  # rule sets whose shapes are kept, first in first out
+_ENGINE_WORDS = frozenset({"cd", "--", "-", ".", "~", "/dev/null"}) | SHELLS | RESERVED
+_ENGINE_WORDS |= SKIP_WORDS
 
 
 class _Template:
@@ -93,30 +99,43 @@ class _Template:
 
 
 _LEARN = object()  # a shape seen once: learnt when seen again
-_shapes: dict[tuple[Any, ...], object] = {}
-_flavours: dict[str, int] = {}
-_seen: list[Any] = [None, frozenset()]  # the rules the shapes were read by, and their names
 
 
-def clear() -> None:
-    """Forget every shape (the rules changed)."""
-    _shapes.clear()
-    _flavours.clear()
-    _seen[:] = [None, frozenset()]
+class _Memo:
+    """The shapes read by one rule set, and the flavours of words under it."""
+
+    __slots__ = ("flavours", "names", "shapes")
+
+    def __init__(self, rules: Rules) -> None:
+        self.shapes: dict[tuple[Any, ...], object] = {}
+        self.flavours: dict[str, int] = {}
+        self.names = _names(rules)
+
+
+_memos: dict[Rules, _Memo] = {}
+
+
+def _memo(rules: Rules) -> _Memo:
+    memo = _memos.get(rules)
+    if memo is None:
+        memo = _memos[rules] = _Memo(rules)
+        if len(_memos) > _RULE_SETS:
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread
+                del _memos[next(iter(_memos))]
+    return memo
 
 
 def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
     """``engine.shell(command, cwd, rules)``, by the command's shape when it has one."""
-    text = _stripped(command)
+    text = stripped(command)
     tokens = plain_tokens(text)
     if tokens is None:
         return read_text(text, cwd, rules)
     if "zq" in text.lower():
         return read_tokens(tokens, cwd, rules)
-    if _seen[0] is not rules:
-        clear()
-        _seen[:] = [rules, _names(rules)]
-    flavours = _flavours
+    memo = _memo(rules)
+    flavours = memo.flavours
+    shapes = memo.shapes
     shape: list[Any] = [cwd]
     slots: list[str] = []
     for tok in tokens:
@@ -126,32 +145,32 @@ def shell(command: str, cwd: str | None, rules: Rules) -> Shell:
             if flavour is None:
                 if len(flavours) > _FLAVOURS:
                     flavours.clear()
-                flavour = flavours[word] = _flavour(word, _seen[1])
+                flavour = flavours[word] = _flavour(word, memo.names)
             if flavour >= 0:
                 shape.append(flavour)
                 slots.append(word)
                 continue
         shape.append(tok)
     key = tuple(shape)
-    known = _shapes.get(key)
+    known = shapes.get(key)
     if type(known) is _Template:
         filled = known.fill(slots)
         if filled is not None:
             return filled
     reading = read_tokens(tokens, cwd, rules)
     if known is None:
-        _shapes[key] = _LEARN
-        if len(_shapes) > _SHAPES:
+        shapes[key] = _LEARN
+        if len(shapes) > _SHAPES:
             with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread
-                del _shapes[next(iter(_shapes))]
+                del shapes[next(iter(shapes))]
     elif known is _LEARN:
-        _shapes[key] = _learn(tokens, key, slots, cwd, rules, reading)
+        shapes[key] = _learn(tokens, key, slots, cwd, rules, reading)
     return reading
 
 
 _FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./@%,+-"
-_FLAVOURS = 256  # words kept (callgrind: 6% of procedure_of on the workload; a few KB)
+_FLAVOURS = 256  # words whose flavour is kept per rule set
 
 
 def _flavour(word: str, names: frozenset[str]) -> int:

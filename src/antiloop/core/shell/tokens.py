@@ -12,16 +12,21 @@ Example:
 
 from __future__ import annotations
 
-from antiloop.core.patterns import LazyPattern
+from antiloop.core.text.patterns import LazyPattern
 
 __all__ = [
     "INPUTS",
+    "RESERVED",
+    "SHELLS",
+    "SKIP_WORDS",
     "WRITES",
     "Command",
     "Redirect",
     "Token",
     "commands",
     "plain_tokens",
+    "shell_script",
+    "stripped",
     "tokenize",
     "tokens_of",
     "unparsable",
@@ -37,6 +42,12 @@ _OPERATORS = {
 _REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<>", "<&", "<", ">"})
 INPUTS = ("<<<", "<<-", "<<", "<", "0<")
 WRITES = frozenset({"&>>", "&>", ">>", ">|", ">", "<>"})
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+RESERVED = frozenset(
+    {"for", "while", "until", "if", "case", "select", "function", "done", "fi", "esac", "in",
+     "then", "do", "else", "elif", "{", "}", "!", "[[", "]]"}
+)  # fmt: skip
+SKIP_WORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{"})
 _META = " \t\r\n;&|<>()"
 _PLAIN_RUN = LazyPattern(r"[^\s;&|<>()'\"\\$`]+")
 _DIGITS = LazyPattern(r"\d+")
@@ -381,3 +392,29 @@ def unparsable(tokens: list[Token]) -> bool:
             words = 0
         prev = tok
     return False
+
+
+def stripped(command: str) -> str:
+    """The command without surrounding blanks, but for a trailing backslash's blank."""
+    text = command.strip()
+    if text.endswith("\\"):
+        rest = command.lstrip()
+        blank = rest[len(text) : len(text) + 1]
+        odd = (len(text) - len(text.rstrip("\\"))) % 2 == 1
+        if blank == "\n" and odd:  # a backslash-newline continues the line: bash drops both
+            text = text[:-1].rstrip()
+        elif blank.isspace() and blank != "\n":  # an escaped trailing blank is a word:
+            text = rest  # ``printf \ `` prints a space
+    return text
+
+
+def shell_script(words: list[str]) -> str | None:
+    """The script of ``bash -lc SCRIPT`` / ``sh -c SCRIPT`` (no wrapper before it), else None."""
+    if not words or words[0].rpartition("/")[2] not in SHELLS:
+        return None
+    k, n = 1, len(words)
+    while k < n and words[k].startswith(("-", "+")) and not words[k].startswith("--"):
+        if "c" in words[k][1:]:
+            return words[k + 1] if k + 1 < n else None
+        k += 2 if words[k] in ("-o", "+o", "-O", "+O") else 1
+    return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from antiloop.core.patterns import LazyPattern
+from antiloop.core.text.patterns import LazyPattern
 
 _FENCED = LazyPattern(r"```.*?(?:```|\Z)", re.DOTALL)
 _INLINE_CODE = LazyPattern(r"`[^`\n]+`")

@@ -1,8 +1,8 @@
 """The engine over the rows of ``antiloop.core.rules.readings``: scrubbing, error lines, summaries.
 
-``Engine(rules)`` compiles each table on first use (a hook process that reads one result
-compiles only what it reads). The engine in use is ``current()``; ``install(rules)`` puts the
-built-in rows and a config's rows in use for the whole process, like a codec registry.
+``engine_for(rules)`` is the engine of one rule set (``antiloop.core.rules.ruleset.Rules``),
+made once per set: it compiles each table on first use (a hook process that reads one result
+compiles only what it reads). Two guards with different rule sets read by different engines.
 
 How it stays cheap:
 
@@ -19,21 +19,14 @@ How it stays cheap:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable
 
-from antiloop.core.rules.readings import (
-    BUILTIN,
-    Block,
-    NoError,
-    Pattern,
-    Rules,
-    Runner,
-    Scrubber,
-    Word,
-)
+from antiloop.core.rules.readings import Block, NoError, Pattern, Scrubber, Summary, Word
+from antiloop.core.rules.ruleset import Rules
 
-__all__ = ["Engine", "current", "install"]
+__all__ = ["Engine", "engine_for", "in_words"]
 
 ERROR_HEAD_CAP = 512 * 1024
 """How much of a text's start is searched for its first error line."""
@@ -231,7 +224,7 @@ def _line_around(text: str, at: int) -> tuple[str, int]:
 class _Summaries:
     """The runner rows, compiled into one regex tried at line starts."""
 
-    def __init__(self, runners: tuple[Runner, ...]) -> None:
+    def __init__(self, runners: tuple[Summary, ...]) -> None:
         self.rows = {
             f"r{i}": (re.compile(r.failing) if r.failing else None, r.partial)
             for i, r in enumerate(runners)
@@ -272,7 +265,7 @@ class _Summaries:
         return total + sum(bad for name, bad in parts.items() if name not in whole)
 
 
-def _starts(runners: tuple[Runner, ...]) -> str:
+def _starts(runners: tuple[Summary, ...]) -> str:
     """How the summaries begin, as one regex: one class of the characters, then the others."""
     chars: list[str] = []
     others: list[str] = []
@@ -345,7 +338,7 @@ class Engine:
         """The failing count of the summaries of the texts, summed; None without a summary."""
         summaries = self._summaries
         if summaries is None:
-            summaries = self._summaries = _Summaries(self.rules.runners)
+            summaries = self._summaries = _Summaries(self.rules.summaries)
         result: int | None = None
         for text in texts:
             if text:
@@ -355,17 +348,39 @@ class Engine:
         return result
 
 
-_current = [Engine(BUILTIN)]
+_engines: dict[Rules, Engine] = {}
+_ENGINES = 16  # rule sets whose engines are kept, first in first out
 
 
-def current() -> Engine:
-    """The engine in use: the built-in rows and the ones a config installed."""
-    return _current[0]
+def engine_for(rules: Rules) -> Engine:
+    """The engine of a rule set: one per set (by identity), compiled as it is used."""
+    engine = _engines.get(rules)
+    if engine is None:
+        engine = _engines[rules] = Engine(rules)
+        if len(_engines) > _ENGINES:
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):  # another thread
+                del _engines[next(iter(_engines))]
+    return engine
 
 
-def install(rules: Rules) -> None:
-    """Use the built-in rows and ``rules`` after them, in this process, from now on."""
-    b = BUILTIN
-    _current[0] = Engine(
-        Rules(b.runners + rules.runners, b.errors + rules.errors, b.scrubbers + rules.scrubbers)
-    )
+def in_words(text: str, rules: Rules) -> str:
+    """A scrubbed text as people and models read it: each placeholder's ``<...>`` as ``…``.
+
+    Reasons and hints show a result's label or error line; the fingerprint keeps the
+    placeholders (the same on every machine), the words keep none (a config's too).
+
+    Example:
+        >>> from antiloop.core.rules.ruleset import BUILTIN
+        >>> in_words("took <dur> at 0x<hex>", BUILTIN), in_words("in /x <tm…", BUILTIN)
+        ('took … at 0x…', 'in /x …')
+    """
+    if "<" not in text:
+        return text
+    for row in rules.scrubbers:
+        token = row.placeholder
+        if token in text:
+            text = text.replace(token, re.sub(r"<[^<>]*>", "…", token))
+    cut = text.rfind("<")
+    if text.endswith("…") and cut >= 0 and ">" not in text[cut:]:  # a label cut in one
+        text = text[:cut] + "…"
+    return text
