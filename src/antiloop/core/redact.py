@@ -6,15 +6,8 @@ exports) passes text through ``redact_text`` and values through ``redact_value``
 
 ``redact_text`` replaces:
 
-- tokens with a recognisable shape (``TOKEN_KINDS`` names each kind): OpenAI and Anthropic,
-  AWS access key ids, GitHub, GitLab, Slack, Stripe, Google, npm, PyPI, Hugging Face, SendGrid,
-  Twilio, Docker Hub, Shopify, DigitalOcean, Doppler, Databricks, Heroku, Linear, Postman,
-  Pulumi, Terraform Cloud, HashiCorp Vault, Atlassian, Grafana, Sentry, age, Alibaba,
-  Artifactory, EasyPost, Dynatrace, Flutterwave, Fly.io, Frame.io, PlanetScale, Prefect,
-  ReadMe, RubyGems, Scalingo, Brevo, Shippo, Square, Notion, Perplexity, Groq, Replicate,
-  Infracost, Clojars, Duffel, New Relic, 1Password, OpenShift, Azure AD client secrets,
-  Mailgun, Mailchimp, Telegram bots, Google OAuth, JSON web tokens, and Slack, Discord and
-  Microsoft Teams webhook URLs;
+- tokens with a recognisable shape: the rows of ``antiloop.core.rules.secrets`` (providers'
+  API keys and tokens, JSON web tokens, Slack, Discord and Microsoft Teams webhook URLs);
 - standalone 40-character AWS secret keys;
 - private key blocks (PEM, OpenSSH, PGP ``PRIVATE KEY BLOCK``), whole;
 - bearer and basic credentials, passwords in URLs, ``--password x`` flags, ``mysql -px``,
@@ -27,10 +20,8 @@ exports) passes text through ``redact_text`` and values through ``redact_value``
 - the start of a provider key or of a random run cut short: before an ellipsis (``…``,
   ``...``), or at the end of a text of 64 characters or more (where the core cuts texts).
 
-The token shapes are adapted from the gitleaks rule set (config/gitleaks.toml,
-https://github.com/gitleaks/gitleaks, MIT licence, Copyright (c) 2019 Zachary Rice); the fake
-secrets of ``tests/secrets_corpus.py`` check every kind, and near-misses (git SHAs, UUIDs,
-digests, ordinary words) that must stay.
+The fake secrets of ``tests/secrets_corpus.py`` check every kind, and near-misses (git SHAs,
+UUIDs, digests, ordinary words) that must stay.
 
 ``redact_value`` walks JSON-like values: the value of a key that contains ``password``,
 ``passwd``, ``token``, ``secret``, ``api_key`` (or ``apikey``, ``api-key``), ``credential`` or
@@ -53,6 +44,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from antiloop.core.rules import secrets
+from antiloop.core.rules.secrets import TOKEN_KINDS
+
 __all__ = [
     "REDACTED",
     "TOKEN_KINDS",
@@ -66,93 +60,8 @@ __all__ = [
 REDACTED = "[REDACTED]"
 """What a secret is replaced with."""
 
-# -- tokens with a recognisable shape (case-sensitive) ---------------------------------------
-# Each shape starts with a literal letter or digit; they are grouped by that first character in
-# one pattern, so a position of the text costs one test per first character, not per kind. A
-# match inside a longer word (a letter, digit or "_" just before it) is left alone.
-TOKEN_KINDS: dict[str, str] = {
-    "OpenAI / Anthropic API key": r"sk-(?:ant-|proj-|live-|test-|svcacct-|admin-)?[\w-]{16,}",
-    "AWS access key id": r"A(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}",
-    "GitHub token": r"gh[pousr]_[A-Za-z0-9]{20,}",
-    "GitHub fine-grained token": r"github_pat_\w{20,}",
-    "GitLab token": r"gl(?:pat|dt|ptt|rt|cbt|ffct|ft|imt|agent|oas|soat)-[\w-]{20,}",
-    "GitLab runner registration token": r"GR1348941[\w-]{20}",
-    "Slack token": r"xox(?:[abeoprs]|e\.xox[bp])-[A-Za-z0-9-]{10,}",
-    "Slack app token": r"xapp-\d-[A-Za-z0-9-]{10,}",
-    "Stripe key": r"sk_(?:live|test|prod)_[0-9A-Za-z]{10,}|[rp]k_(?:live|test)_[0-9A-Za-z]{10,}",
-    "Stripe webhook secret": r"whsec_[0-9A-Za-z]{20,}",
-    "Google API key": r"AIza[\w-]{35}",
-    "Google OAuth client secret": r"GOCSPX-[\w-]{28}",
-    "Google OAuth access token": r"ya29\.[\w-]{20,}",
-    "npm token": r"npm_[A-Za-z0-9]{36}",
-    "PyPI token": r"pypi-AgE[\w-]{40,}",
-    "Hugging Face token": r"hf_[A-Za-z0-9]{30,}",
-    "Hugging Face organisation token": r"api_org_[A-Za-z]{34}",
-    "SendGrid API key": r"SG\.[\w-]{16,32}\.[\w-]{16,64}",
-    "Twilio API key": r"SK[0-9a-fA-F]{32}",
-    "Docker Hub token": r"dckr_(?:pat|oat)_[\w-]{20,}",
-    "Shopify token": r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
-    "DigitalOcean token": r"do[opr]_v1_[a-f0-9]{64}",
-    "Doppler token": r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}",
-    "Databricks token": r"dapi[a-f0-9]{32}(?:-\d)?",
-    "Heroku API key": r"HRKU-[\w-]{30,}",
-    "Linear API key": r"lin_api_[A-Za-z0-9]{40}",
-    "Postman API key": r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}",
-    "Pulumi token": r"pul-[a-f0-9]{40}",
-    "Terraform Cloud token": r"atlasv1\.[\w=-]{60,70}",
-    "HashiCorp Vault token": r"hv[sbr]\.[\w-]{24,300}",
-    "Atlassian API token": r"ATATT3[\w=-]{100,}",
-    "Grafana token": r"gl(?:c_[A-Za-z0-9+/]{32,400}={0,3}|sa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})",
-    "Sentry token": r"sntry[us]_[\w+/=]{40,}",
-    "age secret key": r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
-    "Alibaba Cloud access key id": r"LTAI[A-Za-z0-9]{20}",
-    "Artifactory token": r"AKCp[A-Za-z0-9]{69}",
-    "EasyPost key": r"EZ[AT]K[A-Za-z0-9]{54}",
-    "Dynatrace token": r"dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
-    "Flutterwave key": r"FLW(?:SECK|PUBK)(?:_TEST)?-[a-hA-H0-9]{12,32}(?:-X)?",
-    "Fly.io token": r"fo1_[\w-]{43}",
-    "Frame.io token": r"fio-u-[\w=-]{64}",
-    "PlanetScale token": r"pscale_(?:tkn|oauth|pw)_[\w=.-]{32,64}",
-    "Prefect token": r"pnu_[A-Za-z0-9]{36}",
-    "ReadMe API key": r"rdme_[a-z0-9]{70}",
-    "RubyGems API key": r"rubygems_[a-f0-9]{48}",
-    "Scalingo token": r"tk-us-[\w-]{48}",
-    "Brevo (Sendinblue) API key": r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}",
-    "Shippo token": r"shippo_(?:live|test)_[a-fA-F0-9]{40}",
-    "Square access token": r"EAAA[\w-]{22,60}",
-    "Square OAuth secret": r"sq0(?:atp|csp)-[\w-]{22,60}",
-    "Notion token": r"ntn_[0-9]{11}[A-Za-z0-9]{35}",
-    "Notion integration secret": r"secret_[A-Za-z0-9]{43}",
-    "Perplexity API key": r"pplx-[A-Za-z0-9]{48}",
-    "Groq API key": r"gsk_[A-Za-z0-9]{52}",
-    "Replicate token": r"r8_[A-Za-z0-9]{37}",
-    "Infracost API key": r"ico-[A-Za-z0-9]{32}",
-    "Clojars token": r"CLOJARS_[a-z0-9]{60}",
-    "Duffel token": r"duffel_(?:test|live)_[\w=-]{43}",
-    "New Relic key": r"NR(?:AK|II|JS)-[A-Za-z0-9]{19,32}",
-    "1Password service account token": r"ops_eyJ[A-Za-z0-9+/]{100,}={0,3}",
-    "OpenShift token": r"sha256~[\w-]{43}",
-    "Mailgun API key": r"key-[0-9a-f]{32}",
-    "JSON web token": r"eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*",
-}
-_WEBHOOKS = (
-    r"(?<=hooks\.slack\.com/services/)[A-Za-z0-9]+/[A-Za-z0-9]+/[A-Za-z0-9]+"
-    r"|(?<=hooks\.slack\.com/)(?:workflows|triggers)/[A-Za-z0-9+/]{20,}"
-    r"|(?<=discord\.com/api/webhooks/)[0-9]+/[\w-]{20,}"
-    r"|(?<=discordapp\.com/api/webhooks/)[0-9]+/[\w-]{20,}"
-    r"|(?<=\.webhook\.office\.com/webhookb2/)[\w@/-]{20,}"
-)
-# Shapes with no literal start, each run only when the text holds its literal.
-_GATED: tuple[tuple[str, str, re.Pattern[str]], ...] = (
-    # Azure AD client secrets: three characters, a digit, then "Q~"
-    (
-        "Azure AD client secret",
-        "Q~",
-        re.compile(r"(?<![\w~.-])[\w~.]{3}[0-9]Q~[\w~.-]{31,34}(?![\w~.-])"),
-    ),
-    ("Mailchimp API key", "-us", re.compile(r"(?<![0-9a-f])[0-9a-f]{32}-us[0-9]{1,2}(?!\w)")),
-    ("Telegram bot token", ":AA", re.compile(r"(?<![0-9])[0-9]{8,10}:AA[\w-]{33}(?!\w)")),
-)
+# -- tokens with a recognisable shape (case-sensitive), in one pattern (none inside a word) ---
+_GATED = tuple((kind, literal, re.compile(shape)) for kind, literal, shape in secrets.GATED_KINDS)
 
 
 def _branches(shape: str) -> list[str]:
@@ -196,7 +105,7 @@ _ASCII_TOKEN_SHAPES = re.compile(
     + _grouped(list(TOKEN_KINDS.values()))
     + r")(?!\w)"
 )
-_WEBHOOK_URLS = re.compile(_WEBHOOKS)
+_WEBHOOK_URLS = re.compile(secrets.WEBHOOK_URLS)
 
 _PEM = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
@@ -209,15 +118,12 @@ _PEM = re.compile(
 # fold to an ASCII letter folded too: same length, same offsets), where a case-sensitive
 # pattern that starts with its key word is several times faster than ``re.IGNORECASE``. The
 # value group ``v`` is replaced in the original text; the text before it is kept.
-_KEY_WORDS = r"(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|auth)"
-# Words that make a key look secret when its value also looks random.
-_WEAK_WORDS = r"(?:key|secret|token|passw|pass|pwd|auth|cred|sig|cookie|salt|private)"
 _B64 = r"A-Za-z0-9+/"
 
 _AUTH = re.compile(r"\b(?:bearer|basic)\s+(?P<v>[a-z0-9._~+/=-]{8,})")
 _URL = re.compile(r"://[^\s/:@\"']*:(?P<v>[^\s@/\"']+)(?=@)")
 # --password x, --api-key=x (the word must be part of a flag: checked in _flag)
-_FLAG = re.compile(_KEY_WORDS + r"(?:\s+|=)(?P<v>[^\s\"'-][^\s\"']*)")
+_FLAG = re.compile(secrets.KEY_WORDS + r"(?:\s+|=)(?P<v>[^\s\"'-][^\s\"']*)")
 # mysql -phunter2 (attached: "-p x" asks for one), sshpass -p x, docker login -p x
 _CLI = re.compile(
     r"(?:\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n;|&]*?\s-p(?=[^\s-])"
@@ -226,12 +132,14 @@ _CLI = re.compile(
     r"|\bcurl\b[^\n;|&]*?\s(?:-u\s*|--user[\s=]+)[\"']?[^\s:\"']+:)(?P<v>[^\s\"']+)"
 )
 # password=x, "api_key": "x", TOKEN: x (the key ends with the word; "max_tokens" is no key)
-_KV = re.compile(_KEY_WORDS + r"[\"']?\s*[=:]\s*(?P<v>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'}\])]+)")
+_KV = re.compile(
+    secrets.KEY_WORDS + r"[\"']?\s*[=:]\s*(?P<v>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;&\"'}\])]+)"
+)
 # password hunter2: the next word, unless it is a word of prose (checked in _prose)
 _WORD = re.compile(r"\b(?:password|passphrase|passcode)\s+(?P<v>[^\s\"'`<>()\[\]{},;]+)")
 # secret-looking key, then a value that must look random
 _HIGH = re.compile(
-    _WEAK_WORDS + r"[\w-]{0,12}[\"']?(?:\s*[=:]\s*|\s+)[\"']?"
+    secrets.WEAK_WORDS + r"[\w-]{0,12}[\"']?(?:\s*[=:]\s*|\s+)[\"']?"
     r"(?P<v>[a-z0-9+/=_\-~]{16,})(?![a-z0-9+/=_\-~.])"
 )
 
@@ -271,35 +179,21 @@ _CUT = re.compile(
 
 # The characters ``re.IGNORECASE`` would match to an ASCII letter that ``str.lower`` does not
 # lower to that letter alone (dotted and dotless i, long s); the Kelvin sign lowers to k.
-_KEY_LITERALS = ("api_key", "api-key", "apikey", "access_key", "access-key", "accesskey")
-_WEAK_LITERALS = ("key", "secret", "token", "pass", "pwd", "auth", "cred", "sig", "cookie", "salt")
 _FOLD = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
 _SENSITIVE_KEY = re.compile(
     r"password|passwd|passphrase|secret|token|api[_-]?key|apikey|credential|private[_-]?key",
     re.IGNORECASE,
 )
-_WEAK_KEY = re.compile(_WEAK_WORDS, re.IGNORECASE)
+_WEAK_KEY = re.compile(secrets.WEAK_WORDS, re.IGNORECASE)
 _RUN_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-.~=…"
 _CUT_SHORTEST = 8  # the shortest cut key the end-of-text rule replaces ("AKIA" and 4)
 _RUN_END = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-.")
 """The characters a cut key can end with (the end-of-text rule needs one last)."""
 _TAIL = 128  # longer than any cut key the end-of-text rule looks for
 _CUT_AT_LEAST = 64  # the core cuts texts to 120 (contexts) or 50 characters and an ellipsis
+
+
 # Words after "password" that are prose, not the password ("password reset", "password is").
-_PROSE = frozenset(
-    """a an the is was are be been being has have had will would can cannot could should must
-    may might shall not no and or but for of to in on at by with without from into as if then
-    than too so that this these those it its here there again please now also only just all any
-    reset field fields prompt policy policies required requirement requirements manager hash
-    hashes hashed file files change changed changes expired expires expiry incorrect invalid
-    wrong authentication auth protected length strength update updated set setting settings
-    login logins entry entries input form page screen dialog box mismatch match matches
-    missing empty blank hint hints rules rule storage store stored protection recovery
-    forgotten forgot forget reuse rotation history complexity check checks validation
-    database user users account accounts when which what where who how do does did""".split()  # noqa: SIM905
-)
-
-
 def looks_random(value: str) -> bool:
     """True when ``value`` reads as a generated secret: 16+ characters, letters and digits.
 
@@ -409,7 +303,7 @@ def _prose(text: str, match: re.Match[str], value: str) -> bool:
     """``password x``: x is the password unless it is a word of prose or a flag."""
     word = value.lower().rstrip(".:!?")
     return (
-        word not in _PROSE
+        word not in secrets.PROSE
         and not value.startswith(("-", "$", "%"))
         and REDACTED[:-1] not in value
         and not (value.isalpha() and value.istitle())  # a capitalised word: a sentence goes on
@@ -487,7 +381,7 @@ def _redact(text: str, every: bool) -> str:
         or "token" in low
         or "auth" in low
         or ("pass" in low and ("passw" in low or "passphrase" in low))
-        or ("key" in low and any(k in low for k in _KEY_LITERALS))
+        or ("key" in low and any(k in low for k in secrets.KEY_LITERALS))
     ):
         if every or "-" in text:
             text, low = _on_low(_FLAG, _flag, text, low)
@@ -509,7 +403,7 @@ def _redact(text: str, every: bool) -> str:
     if text is not translated and len(text) >= 16:
         runs = text.translate(_RUN_CLASSES)
     if every or _B64_16 in runs:  # a run of 16 base64 characters (not the marks of a token)
-        if every or any(w in low for w in _WEAK_LITERALS):
+        if every or any(w in low for w in secrets.WEAK_LITERALS):
             text, low = _on_low(_HIGH, _random, text, low)
             runs = text.translate(_RUN_CLASSES)
         if every or _B64_40 in runs:
