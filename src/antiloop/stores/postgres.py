@@ -385,3 +385,10 @@ class PostgresStore(SQLRecords):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    def __del__(self) -> None:
+        """Let go of the connection when the store is dropped unclosed (by a journal's replay)."""
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
