@@ -140,7 +140,7 @@ compiled: $(COMPILED_STAMP)
 $(COMPILED_STAMP): $(STAMP) pyproject.toml README.md $(wildcard src/antiloop/*.py src/antiloop/core/*.py src/antiloop/core/*/*.py)
 	rm -rf $(COMPILED_DIR)/tree/src $(COMPILED_DIR)/wheel $(COMPILED_DIR)/site
 	mkdir -p $(COMPILED_DIR)/tree
-	tar -c --exclude=__pycache__ --exclude='*.so' pyproject.toml README.md LICENSE src \
+	tar -c --exclude=__pycache__ --exclude='*.so' pyproject.toml hatch_build.py README.md LICENSE src \
 	  | tar -x -C $(COMPILED_DIR)/tree
 	: > $(COMPILED_DIR)/tree/.gitignore
 	cd $(COMPILED_DIR)/tree && HATCH_BUILD_HOOK_ENABLE_MYPYC=true \
