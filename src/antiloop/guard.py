@@ -160,6 +160,9 @@ class Guard:
             store = open_store(store)
         self.store: Store = store if store is not None else MemoryStore()
         self._retries = callable(getattr(self.store, "judge", None))
+        # a step without an id is judged by one of the guard's own where a try may have
+        # saved it unseen (a conflict, a lost answer), so that the next try answers it
+        self._own_ids = self._retries or bool(getattr(self.store, "lost_replies", False))
         from antiloop.outage import OutageConfig
         from antiloop.outage.rider import Rider
 
@@ -369,9 +372,7 @@ class Guard:
                 self.end(step.session, killed)
             return step, fleet.after(step, killed)
         step_id = step.id
-        if step_id is None and self._retries:
-            # a store that may run the judgement again (a lost reply, a conflict) judges a
-            # step once by an id of its own: a retry then answers, it does not count twice
+        if step_id is None and self._own_ids:
             step_id = "~" + os.urandom(12).hex()
         if not self._rides:
             try:

@@ -255,12 +255,14 @@ def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
     once, without an id.
     """
     verdicts: dict[str, list[tuple[int, Verdict]]] = {}
+    guards: list[Guard] = []
     kills_before = cluster.kills
     done = threading.Event()
 
     def work(w: int) -> None:
         session = f"w{w}"
         guard = Guard(store=url, config=CONFIG, audit=True, on_store_error=policy)
+        guards.append(guard)
         got = verdicts[session] = []
         n = -1
         while (n := n + 1) < 40 or cluster.kills - kills_before < 3:
@@ -275,7 +277,6 @@ def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
                 if store_failed(verdict):
                     time.sleep(0.02)
             got.append((n, verdict))
-        guard.store.close()
 
     def chaos() -> None:
         while not done.wait(0.3):
@@ -291,6 +292,13 @@ def test_killed_and_restarted_under_load_loses_and_doubles_nothing(
         t.join()
     done.set()
     killer.join()
+    for guard in guards:  # the server is up: every journaled step goes in, then no replay runs
+        guard.replay_journal()
+        replayer = guard.rider.replayer
+        if replayer is not None:
+            assert len(replayer) == 0
+            replayer.close()
+        guard.store.close()
 
     store = Guard(store=url).store
     counted = tally(store, verdicts, lambda session: _outputs(url, session))

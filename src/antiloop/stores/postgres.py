@@ -193,6 +193,8 @@ class PostgresStore(SQLRecords):
         self._states = StateCache()
 
     _dialect = POSTGRES
+    lost_replies = True
+    """A commit may succeed while its answer is lost: the guard judges a step by an id."""
     _sql: ClassVar[dict[str, str]] = statements(POSTGRES)
 
     def __repr__(self) -> str:
