@@ -105,10 +105,12 @@ def test_the_scanner_agrees_on_the_labeller_cases(name: str, tmp_path: Path) -> 
 
 
 def test_the_scanner_agrees_with_the_labeller_on_the_corpus() -> None:
-    """Every corpus run the labeller reads (Claude Code, OpenHands JSONL, mini-swe-agent)."""
+    """Every corpus run the labeller reads (Claude Code, OpenHands, SWE-agent, mini-swe-agent)."""
     corpus = need_path(SHARED / "corpus", "the shared corpus")
     files = sorted(
-        p for p in corpus.rglob("*") if p.suffix == ".jsonl" or p.name.endswith(".traj.json")
+        p
+        for p in corpus.rglob("*")
+        if p.suffix in (".jsonl", ".traj") or p.name.endswith(".traj.json")
     )
     scanner = _scanner()
     loops = 0
