@@ -12,13 +12,14 @@ streaks are not labelled (the first needs an embedder; the second asks, it does 
 Its reading, kept deliberately plain:
 
 * procedure: the tool name (lower case) and its arguments. A shell command (``bash``/``Bash``)
-  compares as its words (``shlex``), after a leading ``cd DIR &&``; a multi-line command, or
-  one ``shlex`` cannot split, compares verbatim (trailing spaces aside); a command of comments
-  only is no words (the shell runs nothing). SWE-agent's interface commands are kinds of their
-  own (PROTOCOL §3.1: a file viewer reads, an editor edits) and act on the open file. Other
-  tools compare by their arguments as canonical JSON, with path values made relative to the
-  working directory and stripped of ``./`` and trailing ``/``, and string values stripped of
-  surrounding space.
+  compares as its words (``shlex``), after a leading ``cd DIR &&``; a command of several lines
+  as the words of each line, comments dropped; one with a body (a heredoc, an editor's text up
+  to ``end_of_…``, a quote over lines) or one ``shlex`` cannot split compares verbatim
+  (trailing spaces aside); a command of comments only is no words (the shell runs nothing).
+  SWE-agent's interface commands are kinds of their own (PROTOCOL §3.1: a file viewer reads, an
+  editor edits) and act on the open file. Other tools compare by their arguments as canonical
+  JSON, with path values made relative to the working directory and stripped of ``./`` and
+  trailing ``/``, and string values stripped of surrounding space.
 * result: the same when the text is identical, or identical once volatile values are masked
   (durations, clock times, dates, hex addresses, temporary paths, a shell's own line counter,
   process ids), or, for search and list tools, the same set of lines. Two results whose exit
@@ -113,6 +114,12 @@ def shell_procedure(command: str) -> str:
     body = command.rstrip()
     if all(not line.strip() or line.lstrip().startswith("#") for line in body.splitlines()):
         return ""  # only comments: the shell runs nothing, whatever they say
+    if "\n" in body.strip() and "<<" not in body and "end_of_" not in body:
+        try:  # lines of commands, each its words; a comment is no words
+            lines = [shlex.split(line, comments=True) for line in body.splitlines()]
+            return " ; ".join(" ".join(words) for words in lines if words)
+        except ValueError:
+            pass  # a quote that spans lines: verbatim
     if "\n" in body.strip():
         return "\n".join(line.rstrip() for line in body.strip("\n").splitlines())
     body = re.sub(r"^\s*cd\s+\S+\s*&&\s*", "", body)
