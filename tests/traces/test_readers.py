@@ -341,6 +341,20 @@ def test_swe_agent_wrong_flag_is_an_error() -> None:
     assert wrong.error == "Wrong flag!"
 
 
+def test_swe_agent_roles_are_agents(tmp_path: Path) -> None:
+    """A multi-agent run (CodeR's roles): each step's agent is the one whose message issued it;
+    a step no message issued keeps the run's first agent."""
+    actions = [("Manager", "plan"), ("Reproducer", "python r.py"), ("Tester", "python r.py")]
+    history: list[dict[str, Any]] = [{"role": "system", "content": "s", "agent": "Manager"}]
+    for agent, action in actions:
+        history.append({"role": "assistant", "action": action + "\n", "agent": agent})
+    trajectory = [{"action": a + "\n", "observation": "ok"} for _, a in [*actions, ("", "ls")]]
+    path = tmp_path / "roles.traj"
+    path.write_text(json.dumps({"trajectory": trajectory, "history": history}), encoding="utf-8")
+    (run,) = read_runs(path)
+    assert [s.agent for s in run.steps] == ["Manager", "Reproducer", "Tester", "Manager"]
+
+
 def test_swe_agent_function_calls_keep_their_arguments() -> None:
     """With SWE-agent 1.x tool calls in the history, the model's JSON arguments are the args."""
     edit = step("swe-agent/test_data__6e44b9__sweagenttestrepo-1c2844.traj", 2)
