@@ -12,10 +12,14 @@ streaks are not labelled (the first needs an embedder; the second asks, it does 
 Its reading, kept deliberately plain:
 
 * procedure: the tool name (lower case) and its arguments. A shell command (``bash``/``Bash``)
-  compares as its words (``shlex``), after a leading ``cd DIR &&``; a multi-line command, or
-  one ``shlex`` cannot split, compares verbatim (trailing spaces aside). Other tools compare by
-  their arguments as canonical JSON, with path values made relative to the working directory
-  and stripped of ``./`` and trailing ``/``, and string values stripped of surrounding space.
+  compares as its words (``shlex``), after a leading ``cd DIR &&``; a command of several lines
+  as the words of each line, comments dropped; one with a body (a heredoc, an editor's text up
+  to ``end_of_…``, a quote over lines) or one ``shlex`` cannot split compares verbatim
+  (trailing spaces aside); a command of comments only is no words (the shell runs nothing).
+  SWE-agent's interface commands are kinds of their own (PROTOCOL §3.1: a file viewer reads, an
+  editor edits) and act on the open file. Other tools compare by their arguments as canonical
+  JSON, with path values made relative to the working directory and stripped of ``./`` and
+  trailing ``/``, and string values stripped of surrounding space.
 * result: the same when the text is identical, or identical once volatile values are masked
   (durations, clock times, dates, hex addresses, temporary paths, a shell's own line counter,
   process ids), or, for search and list tools, the same set of lines. Two results whose exit
@@ -108,6 +112,14 @@ def same(a: Call, b: Call) -> bool:
 
 def shell_procedure(command: str) -> str:
     body = command.rstrip()
+    if all(not line.strip() or line.lstrip().startswith("#") for line in body.splitlines()):
+        return ""  # only comments: the shell runs nothing, whatever they say
+    if "\n" in body.strip() and "<<" not in body and "end_of_" not in body:
+        try:  # lines of commands, each its words; a comment is no words
+            lines = [shlex.split(line, comments=True) for line in body.splitlines()]
+            return " ; ".join(" ".join(words) for words in lines if words)
+        except ValueError:
+            pass  # a quote that spans lines: verbatim
     if "\n" in body.strip():
         return "\n".join(line.rstrip() for line in body.strip("\n").splitlines())
     body = re.sub(r"^\s*cd\s+\S+\s*&&\s*", "", body)
@@ -328,9 +340,63 @@ def openhands_calls(events: list[dict[str, Any]]) -> list[Call]:
     return calls
 
 
+# SWE-agent's interface commands (PROTOCOL §3.1, v1.2): a file viewer reads, the search commands
+# search (``find_file`` lists), the editor commands edit; any other first word is a shell program.
+ACI_KINDS = {
+    **dict.fromkeys(("open", "goto", "scroll_up", "scroll_down"), "read"),
+    **dict.fromkeys(("search_file", "search_dir", "find_file"), "search"),
+    **dict.fromkeys(("edit", "create", "insert", "append"), "edit"),
+}
+# the commands that act on the open file without naming it: the file is part of their context
+ON_OPEN_FILE = frozenset({"goto", "scroll_up", "scroll_down", "edit", "insert", "append"})
+
+
+def _swe_state(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def swe_agent_calls(path: Path) -> list[Call]:
+    """A SWE-agent ``.traj``: each ``trajectory`` entry is a step; its agent is the ``agent`` of
+    the history's assistant message that issued the same action (multi-agent runs such as CodeR
+    name one per role), else one stream."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    issued = [
+        m
+        for m in doc.get("history") or []
+        if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("action"), str)
+    ]
+    calls: list[Call] = []
+    cursor = 0
+    for entry in doc.get("trajectory") or []:
+        if not isinstance(entry, dict):
+            continue
+        action = str(entry.get("action") or "")
+        stream = "main"
+        for j in range(cursor, len(issued)):
+            if issued[j]["action"].strip() == action.strip():
+                stream = str(issued[j].get("agent") or "main")
+                cursor = j + 1
+                break
+        observation = entry.get("observation")
+        text = observation if isinstance(observation, str) else None
+        first = action.strip().split(maxsplit=1)[0] if action.strip() else ""
+        kind = ACI_KINDS.get(first) or shell_kind(action)
+        context = ""
+        if first in ON_OPEN_FILE:
+            context = str(_swe_state(entry.get("state")).get("open_file") or "")
+        procedure = "bash:" + shell_procedure(action) + ("@" + context if context else "")
+        calls.append(Call(stream, first or "bash", procedure, kind, text, None))
+    return calls
+
+
 def runs_of(path: Path) -> list[list[Call]]:
-    """The runs of one file, each as its calls: Claude Code JSONL, OpenHands eval JSONL, or a
-    mini-swe-agent trajectory."""
+    """The runs of one file, each as its calls: Claude Code JSONL, OpenHands eval JSONL, a
+    SWE-agent ``.traj``, or a mini-swe-agent trajectory."""
     if path.suffix == ".jsonl":
         first = path.read_text(encoding="utf-8").split("\n", 1)[0]
         try:
@@ -344,6 +410,8 @@ def runs_of(path: Path) -> list[list[Call]]:
                 if line.strip()
             ]
         return [claude_code_calls(path)]
+    if path.suffix == ".traj":
+        return [swe_agent_calls(path)]
     return [mini_swe_agent_calls(path)]
 
 

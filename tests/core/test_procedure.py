@@ -814,6 +814,18 @@ def test_swe_agent_commands() -> None:
     assert operation_of_tool("find_file") == "list"
 
 
+@pytest.mark.parametrize("command", ["edit", "insert 12", "append"])
+def test_an_editor_body_of_many_lines_is_its_text(command: str) -> None:
+    """A body of several lines up to ``end_of_edit`` is one editor text, compared verbatim
+    (indentation is content; trailing spaces are not), never lines run as commands."""
+    body = "    x = 1\n    if x:\n        y = 2"
+    a = sh(f"{command}\n{body}\nend_of_edit")
+    b = sh(f"{command}\n{body.replace('1', '1   ')}\nend_of_edit  ")
+    c = sh(f"{command}\n{body.replace('    ', '')}\nend_of_edit")
+    assert a.key == b.key != c.key
+    assert (a.operation, a.parts) == ("edit", ((command.split()[0], "edit"),))
+
+
 def test_quoted_operators_are_words() -> None:
     """An operator in quotes is a word, not a chain."""
     assert sh("grep '&&' a").operation == "grep"

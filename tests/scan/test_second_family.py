@@ -104,11 +104,105 @@ def test_the_scanner_agrees_on_the_labeller_cases(name: str, tmp_path: Path) -> 
     assert scan.first_loop == expected
 
 
+def _swe(tmp_path: Path, turns: list[tuple[str, str, str]]) -> Path:
+    """A SWE-agent ``.traj`` written for the test: each turn (agent, action, observation), the
+    file ``a.py`` open, the history naming the agent that issued each action."""
+    state = json.dumps({"open_file": "/repo/a.py", "working_dir": "/repo"})
+    trajectory = [
+        {"action": action + "\n", "observation": obs, "state": state, "thought": "next"}
+        for _, action, obs in turns
+    ]
+    history: list[dict[str, Any]] = [{"role": "system", "content": "you are", "agent": "Manager"}]
+    for agent, action, obs in turns:
+        history.append({"role": "assistant", "content": action, "action": action + "\n",
+                        "agent": agent})  # fmt: skip
+        history.append({"role": "user", "content": obs, "agent": agent})
+    path = tmp_path / "run.traj"
+    doc = {"environment": "swe_main", "trajectory": trajectory, "history": history, "info": {}}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+_REFUSED = (
+    "Your proposed edit has introduced new syntax error(s). Please understand the fixes and "
+    "retry your edit commmand.\n\nERRORS:\n- E999 IndentationError: unexpected indent\n"
+)
+_WINDOW = (  # overlapping windows of a file: the same source lines 350-351 in both
+    "[File: /repo/a.py (360 lines total)]\n(%d more lines above)\n%d:    x = 1\n"
+    "350:    except ValueError as e:\n351:        # this may raise a formatting error.\n"
+)
+
+SWE_CASES: dict[str, tuple[list[tuple[str, str, str]], int | None]] = {
+    "one role runs a script twice": (
+        [("Programmer", "python r.py", "boom"), ("Programmer", "python r.py", "boom")],
+        1,
+    ),
+    "another role runs it again": (
+        [("Programmer", "python r.py", "boom"), ("Tester", "python r.py", "boom")],
+        None,
+    ),
+    "a viewer's windows with error-like lines": (
+        [("P", "scroll_down", _WINDOW % (294, 295)), ("P", "scroll_down", _WINDOW % (335, 336))],
+        None,
+    ),
+    "a viewer at the end of the file": (
+        [("P", "scroll_down", _WINDOW % (335, 336)), ("P", "scroll_down", _WINDOW % (335, 336))],
+        1,
+    ),
+    "the same refused edit again": (
+        [("P", "edit 5:5\n    x = 1\nend_of_edit", _REFUSED)] * 2,
+        1,
+    ),
+    "an edit with other indentation": (
+        [
+            ("P", "edit 5:5\n    x = 1\nend_of_edit", _REFUSED),
+            ("P", "edit 5:5\nx = 1\nend_of_edit", _REFUSED),
+        ],
+        None,
+    ),
+    "a body of several lines re-indented": (
+        [
+            ("P", "edit 5:6\n    x = 1\n    y = 2\nend_of_edit", _REFUSED),
+            ("P", "edit 5:6\n  x = 1\n  y = 2\nend_of_edit", _REFUSED),
+        ],
+        None,
+    ),
+    "comments only, twice": (
+        [("Manager", "# nothing to run yet", ""), ("Manager", "# still nothing to run", "")],
+        1,
+    ),
+    "the same commands under other comments": (
+        [
+            ("P", "# install it\napt-get install jdk", "\nEXECUTION TIMED OUT"),
+            ("P", "# on Debian:\napt-get install jdk", "\nEXECUTION TIMED OUT"),
+        ],
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SWE_CASES))
+def test_the_labeller_reads_swe_agent_runs(name: str, tmp_path: Path) -> None:
+    turns, expected = SWE_CASES[name]
+    (calls,) = runs_of(_swe(tmp_path, turns))
+    assert first_loop(calls) == expected
+
+
+@pytest.mark.parametrize("name", list(SWE_CASES))
+def test_the_scanner_agrees_on_the_swe_agent_cases(name: str, tmp_path: Path) -> None:
+    turns, expected = SWE_CASES[name]
+    (scan,) = _scanner().scan_paths([_swe(tmp_path, turns)])
+    assert isinstance(scan, RunScan)
+    assert scan.first_loop == expected
+
+
 def test_the_scanner_agrees_with_the_labeller_on_the_corpus() -> None:
-    """Every corpus run the labeller reads (Claude Code, OpenHands JSONL, mini-swe-agent)."""
+    """Every corpus run the labeller reads (Claude Code, OpenHands, SWE-agent, mini-swe-agent)."""
     corpus = need_path(SHARED / "corpus", "the shared corpus")
     files = sorted(
-        p for p in corpus.rglob("*") if p.suffix == ".jsonl" or p.name.endswith(".traj.json")
+        p
+        for p in corpus.rglob("*")
+        if p.suffix in (".jsonl", ".traj") or p.name.endswith(".traj.json")
     )
     scanner = _scanner()
     loops = 0

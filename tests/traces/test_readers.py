@@ -305,23 +305,22 @@ PYDICOM = "swe-agent/test_data__pydicom__pydicom-1458.traj"
 
 
 def test_swe_agent_commands_and_shell_commands() -> None:
-    """SWE-agent commands are their own tools; other actions are bash commands."""
+    """The interface commands of PROTOCOL §3.1 are shell commands, as SWE-agent runs them; the
+    commands that act on the open file name it in paths; other commands are their own tools."""
     steps = runs_of(PYDICOM)[0].steps
-    assert (steps[0].tool, dict(steps[0].args)) == ("create", {"filename": "reproduce_bug.py"})
-    assert steps[1].tool == "edit"
-    assert (steps[1].args["start_line"], steps[1].args["end_line"]) == (1, 1)
-    assert steps[1].args["replacement_text"].startswith("import numpy as np\n")
-    assert not steps[1].args["replacement_text"].endswith("end_of_edit")
+    assert (steps[0].tool, dict(steps[0].args)) == ("bash", {"command": "create reproduce_bug.py"})
+    assert steps[1].tool == "bash"
+    command = steps[1].args["command"]
+    assert command.startswith("edit 1:1\nimport numpy as np\n")
+    assert command.endswith("\nend_of_edit")
     assert steps[1].paths == ("/pydicom__pydicom/reproduce_bug.py",)
     assert (steps[2].tool, dict(steps[2].args)) == ("bash", {"command": "python reproduce_bug.py"})
     assert steps[2].output is not None
     assert steps[2].output.startswith("Traceback")
     assert steps[2].exit_code is None
-    assert (steps[3].tool, dict(steps[3].args)) == ("find_file", {"file_name": "numpy_handler.py"})
-    assert steps[4].args == {
-        "path": "pydicom/pixel_data_handlers/numpy_handler.py",
-        "line_number": 293,
-    }
+    assert dict(steps[3].args) == {"command": 'find_file "numpy_handler.py"'}
+    assert steps[4].args == {"command": "open pydicom/pixel_data_handlers/numpy_handler.py 293"}
+    assert steps[4].paths == ()  # open names its file
     assert steps[-1].tool == "submit"
     assert steps[0].agent == "primary"
     assert steps[0].cwd == "/pydicom__pydicom"
@@ -330,7 +329,7 @@ def test_swe_agent_commands_and_shell_commands() -> None:
 def test_swe_agent_rejected_edit_is_an_error() -> None:
     """An edit refused for syntax errors carries the error codes as error."""
     rejected = step(PYDICOM, 5)
-    assert rejected.tool == "edit"
+    assert rejected.args["command"].startswith("edit ")
     assert rejected.error == "edit not applied: E999 SyntaxError: unmatched ']'"
     assert rejected.failed
 
@@ -340,6 +339,20 @@ def test_swe_agent_wrong_flag_is_an_error() -> None:
     wrong = step("swe-agent/demo_ctf__crypto__eps.traj", 8)
     assert wrong.tool == "submit"
     assert wrong.error == "Wrong flag!"
+
+
+def test_swe_agent_roles_are_agents(tmp_path: Path) -> None:
+    """A multi-agent run (CodeR's roles): each step's agent is the one whose message issued it;
+    a step no message issued keeps the run's first agent."""
+    actions = [("Manager", "plan"), ("Reproducer", "python r.py"), ("Tester", "python r.py")]
+    history: list[dict[str, Any]] = [{"role": "system", "content": "s", "agent": "Manager"}]
+    for agent, action in actions:
+        history.append({"role": "assistant", "action": action + "\n", "agent": agent})
+    trajectory = [{"action": a + "\n", "observation": "ok"} for _, a in [*actions, ("", "ls")]]
+    path = tmp_path / "roles.traj"
+    path.write_text(json.dumps({"trajectory": trajectory, "history": history}), encoding="utf-8")
+    (run,) = read_runs(path)
+    assert [s.agent for s in run.steps] == ["Manager", "Reproducer", "Tester", "Manager"]
 
 
 def test_swe_agent_function_calls_keep_their_arguments() -> None:

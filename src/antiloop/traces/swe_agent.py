@@ -4,7 +4,10 @@ Mapping (decided here, as the format stores only the action text):
 
 * **Tool**: when the first word of ``action`` is a SWE-agent command (``SWE_AGENT_COMMANDS``, plus
   any tool name the file's own ``history`` tool calls use), that word is the tool. Otherwise the
-  action is a shell command: tool ``bash`` with args ``{"command": <the whole action>}``.
+  action is a shell command: tool ``bash`` with args ``{"command": <the whole action>}``. So is
+  an interface command of PROTOCOL §3.1 (``INTERFACE_COMMANDS``: the file viewer, search and
+  editor commands, which SWE-agent runs in its shell) written as text: the engine reads it as
+  §3.1 says (a viewer shows file contents, an editor body compares verbatim).
 * **Arguments** of a SWE-agent command: where the history holds the model's own tool call for
   this action (SWE-agent 1.x function calling), its JSON arguments. Otherwise they are parsed from
   the text: the known commands get named fields (``open`` -> ``path``, ``line_number``;
@@ -22,7 +25,9 @@ Mapping (decided here, as the format stores only the action text):
   file without naming it (``edit``, ``goto``, ``scroll_down``, ``scroll_up``, ``insert``,
   ``append``).
   ``cwd`` is ``state.working_dir``; ``message`` is ``thought``; ``goal`` is the issue text of the
-  first non-demonstration user message; ``agent`` is ``history[*].agent`` (``primary``, ``main``).
+  first non-demonstration user message; ``agent`` is the ``agent`` of the history's assistant
+  message that issued the action (``primary``, ``main``; each role of a multi-agent run such as
+  CodeR: ``Reproducer``, ``Programmer``...), else the first agent the history names.
 """
 
 from __future__ import annotations
@@ -100,6 +105,11 @@ _SIGNATURES: dict[str, tuple[str, ...]] = {
     "disassemble": ("binary_path", "function_name"),
 }
 _ON_OPEN_FILE = frozenset({"edit", "goto", "scroll_down", "scroll_up", "insert", "append"})
+INTERFACE_COMMANDS = frozenset(
+    {"open", "goto", "scroll_up", "scroll_down", "search_file", "search_dir", "find_file"}
+    | {"edit", "create", "insert", "append"}
+)
+"""The commands PROTOCOL §3.1 classifies like programs when a shell runs them."""
 _EDIT_RANGE = re.compile(r"^(\d+)\s*:\s*(\d+)$")
 _SYNTAX_REJECTED = "Your proposed edit has introduced new syntax error"
 _REFUSALS = (
@@ -193,6 +203,27 @@ def _content(message: dict[str, Any]) -> str | None:
     return "\n".join(p for p in parts if p) or None
 
 
+def _issuers(history: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(action, agent) of each assistant message of the history that issued an action."""
+    return [
+        (action.strip(), agent)
+        for h in history
+        if h.get("role") == "assistant"
+        and not h.get("is_demo")
+        and (action := text(h.get("action"))) is not None
+        and (agent := nonempty(h.get("agent")))
+    ]
+
+
+def _agent_of(action: str, issuers: list[tuple[str, str]], start: int) -> tuple[str | None, int]:
+    """The agent that issued ``action`` at or after ``start`` in ``issuers``, and the next start."""
+    wanted = action.strip()
+    for j in range(start, len(issuers)):
+        if issuers[j][0] == wanted:
+            return issuers[j][1], j + 1
+    return None, start
+
+
 class _ToolCalls:
     """The model's own tool calls in ``history`` (SWE-agent 1.x), matched to actions in order."""
 
@@ -244,18 +275,25 @@ def read_swe_agent(source: Source) -> Iterator[Run]:
     session = nonempty(info.get("instance_id")) or source.stem
     tool_calls = _ToolCalls(history)
     known = SWE_AGENT_COMMANDS | tool_calls.names
+    issuers = _issuers(history)
+    issued = 0
     steps: list[Step] = []
     missing: list[int] = []
     for raw in trajectory:
         entry = obj(raw)
         action = text(entry.get("action")) or ""
         tool, args = parse_action(action, known)
+        command = tool
         called = tool_calls.match(action)
         if called is not None:
             tool, args = called
+        elif tool in INTERFACE_COMMANDS:
+            tool, args = "bash", {"command": action.strip()}
         state = _state(entry.get("state"))
         open_file = nonempty(state.get("open_file"))
-        paths = (open_file,) if tool in _ON_OPEN_FILE and open_file and open_file != "n/a" else ()
+        on_open = command in _ON_OPEN_FILE
+        paths = (open_file,) if on_open and open_file and open_file != "n/a" else ()
+        issuer, issued = _agent_of(action, issuers, issued)
         output = text(entry.get("observation"))
         if output is None:
             missing.append(len(steps))
@@ -264,7 +302,7 @@ def read_swe_agent(source: Source) -> Iterator[Run]:
                 tool=tool,
                 args=args,
                 session=session,
-                agent=agent,
+                agent=issuer or agent,
                 paths=paths,
                 output=output,
                 error=refusal(output),

@@ -54,7 +54,11 @@ _NOT_APPLIED = re.compile(
     re.IGNORECASE,
 )
 _EDITOR_ERROR = re.compile(r"\s*(?:ERROR|Error):")
-_ATOMIC_SHELL = re.compile(r"(?:^|[;&|(]\s*)(?:sed\s+(?:-\w+\s+)*-i|git\s+apply)\b")
+# a lone ``sed -i`` or ``git apply``, or an interface's editor command (SWE-agent's ``edit N:M``,
+# ``insert N``, ``append``, run in its shell: it writes nothing when it refuses the edit)
+_ATOMIC_SHELL = re.compile(
+    r"(?:^|[;&|(]\s*)(?:sed\s+(?:-\w+\s+)*-i|git\s+apply)\b|\A\s*(?:edit|insert|append)\b"
+)
 _HEREDOC = re.compile(
     r"\A\s*(?:cd\s+\S+\s*&&\s*)?cat\s+"
     r"(?:(>>?)\s*(\S+)\s*<<-?\s*(['\"]?)(\w+)\3|<<-?\s*(['\"]?)(\w+)\5\s*(>>?)\s*(\S+))"
@@ -80,7 +84,7 @@ def _path_of(args: Mapping[str, Any], paths: tuple[str, ...]) -> str | None:
 
 
 def _pure(history: History) -> bool:
-    """The edit writes nothing when it fails: an editor tool, or a lone ``sed -i``/``git apply``."""
+    """The edit writes nothing when it fails: an editor tool or command, a lone ``sed -i``."""
     parts = history.procedure.parts
     if not parts:
         return True

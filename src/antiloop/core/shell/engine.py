@@ -44,7 +44,7 @@ RX = Patterns(
     ext=r"\.[A-Za-z][A-Za-z0-9_]{0,9}$",
     not_pathy=r"[\s'\"`$;&|<>()\\{}=]",
     sed_script=r"^(?:\d+,?\d*)?[sy]([/|#:,@!]).*\1.*\1\w*$",
-    body=r"([^\n]*)\n(?:(.*)\n)?end_of_\w+[ \t]*",
+    body=r"([^\n]*)\n(?:((?s:.*))\n)?end_of_\w+[ \t]*",  # the body: any number of lines
 )
 
 
