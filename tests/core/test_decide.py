@@ -209,7 +209,8 @@ def test_a_valid_step_is_kept_when_its_names_were_seen_before():
     from antiloop.core.step import valid_step
 
     first, second = ("-".join(["sqlfluff", "sqlfluff", str(n)]) for n in (1625, 1625))
-    assert first == second and first is not second
+    assert first == second
+    assert first is not second
     redact_name(first)
     step = Step(tool="bash", args={"command": "ls"}, session=second)
     assert valid_step(step) is step
