@@ -323,9 +323,10 @@ import costs about 0.1 s of CPU in each process, more than it saved on this corp
 scan 1.32-1.36 s of CPU without it, 1.32-1.38 s switching after 25,000 characters).
 
 Peak traced memory (tracemalloc, one process): whole corpus scan {peak_all / mb:.1f} MiB, of which
-up to {VECTORS_KEPT * 512 * 8 / mb:.0f} MiB is the vectors kept by text ({VECTORS_KEPT:,} of 512
-doubles at most); the largest file alone ({largest.name}, {largest.stat().st_size / 1e6:.2f} MB)
-{peak_largest / mb:.1f} MiB (json-decoding it alone: {peak_floor / mb:.1f} MiB). The scan keeps
+up to {VECTORS_KEPT * 512 * 12 / mb:.0f} MiB is the vectors kept by text ({VECTORS_KEPT:,} of 512
+doubles at most, each with its 512 single floats); the largest file alone
+({largest.name}, {largest.stat().st_size / 1e6:.2f} MB) {peak_largest / mb:.1f} MiB
+(json-decoding it alone: {peak_floor / mb:.1f} MiB). The scan keeps
 one file's runs at a time per process, so its peak is the largest run's, not the corpus'
 (without `--html`, which keeps a small view of every step for the timelines).
 """
