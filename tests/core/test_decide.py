@@ -203,6 +203,19 @@ def test_a_line_reads_as_the_stdlib_reads_it(args):
     assert all(type(got[k]) is type(want[k]) for k in want)
 
 
+def test_a_valid_step_is_kept_when_its_names_were_seen_before():
+    """A step whose session name was seen before (another copy of it) is not rebuilt."""
+    from antiloop.core.redact import redact_name
+    from antiloop.core.step import valid_step
+
+    first, second = ("-".join(["sqlfluff", "sqlfluff", str(n)]) for n in (1625, 1625))
+    assert first == second
+    assert first is not second
+    redact_name(first)
+    step = Step(tool="bash", args={"command": "ls"}, session=second)
+    assert valid_step(step) is step
+
+
 def test_check_reads_and_writes_the_stream_as_before():
     """A stream through ``judge_stream`` gives the verdict lines the stdlib would write."""
     source = io.BytesIO(b'{"tool": "grep", "args": {"q": "\xc3\xa9"}, "output": "a"}\n' * 2)

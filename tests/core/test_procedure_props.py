@@ -217,3 +217,19 @@ def test_multi_line_bodies_lose_trailing_spaces_only(first: str, second: str) ->
     a = procedure_of("Edit", {"file_path": "a", "old_string": body, "new_string": "x"})
     b = procedure_of("Edit", {"file_path": "a", "old_string": trailing, "new_string": "x"})
     assert a.key == b.key
+
+
+LINE_TEXT = st.text(alphabet=" \t\r\f\v\n\x0bab", max_size=40)
+
+
+@given(LINE_TEXT)
+def test_line_ends_are_stripped_as_the_regex_strips_them(text: str) -> None:
+    """``strip_line_ends`` removes what the trailing-space regex of section 3.2 removes, and a
+    stripped text stripped again is itself."""
+    import re
+
+    from antiloop.core.forms import strip_line_ends
+
+    want = re.sub(r"[ \t\r\f\v]+(?=\n|\Z)", "", text)
+    assert strip_line_ends(text) == want
+    assert strip_line_ends(want) == want

@@ -88,6 +88,7 @@ def test_progress_counts_files_in_order(traces: Path) -> None:
 def test_an_abandoned_scan_stops_its_workers(traces: Path) -> None:
     """Leaving the scan early ends the worker processes."""
     results = Scanner(jobs=2).scan_paths([traces])
+    next(results)  # the first file, scanned in this process before the workers start
     next(results)
     assert multiprocessing.active_children()
     results.close()
@@ -139,6 +140,34 @@ def test_forked_workers_give_the_same_results(
         pytest.skip("no fork on this platform")
     monkeypatch.setattr(pool, "_context", lambda: multiprocessing.get_context("fork"))
     assert list(Scanner(jobs=2).scan_paths([traces])) == list(Scanner().scan_paths([traces]))
+
+
+class _Marked:
+    """A file scanner that says which scanner read each file, and in which process."""
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+
+    def scan_one(self, path: Path, format: str) -> list[tuple[str, str, bool]]:
+        return [(path.name, self.mark, multiprocessing.parent_process() is None)]
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_forked_workers_are_copies_of_this_scanner(
+    traces: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given this process's scanner, forked workers start from it (not from ``build``), after
+    it scanned the first file here; the results stay in file order."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    monkeypatch.setattr(pool, "_context", lambda: multiprocessing.get_context("fork"))
+    files = sorted(traces.iterdir())
+    results = pool.scan_files(lambda: _Marked("built"), files, "auto", 2, local=_Marked("here"))
+    assert results is not None
+    got = [item for items in results for item in items]
+    assert [name for name, _, _ in got] == [f.name for f in files]
+    assert {mark for _, mark, _ in got} == {"here"}
+    assert [here for _, _, here in got] == [True] + [False] * (len(files) - 1)
 
 
 def test_a_threaded_process_is_not_forked() -> None:

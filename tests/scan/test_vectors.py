@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import pytest
@@ -50,6 +51,23 @@ def test_the_cache_keeps_the_most_recent_texts() -> None:
     vectors.embed(["c"])  # b goes
     vectors.embed(["a", "b"])
     assert inner.asked == [["a"], ["b"], ["c"], ["b"]]
+
+
+def test_single_precision_vectors_are_the_embedders_and_kept_with_the_texts() -> None:
+    """``vector32`` gives the embedder's vector as single floats, embeds a text once, and
+    forgets it with the text (the least recently used goes)."""
+    inner = Counting()
+    vectors = ScanVectors(inner, maxsize=2)
+    first = vectors.vector32("tests fail")
+    assert first == array("f", NgramEmbedder().embed(["tests fail"])[0])
+    assert first.typecode == "f"
+    vectors.embed(["b"])
+    assert vectors.vector32("tests fail") is first  # the most recent again
+    vectors.embed(["c"])  # b goes
+    vectors.embed(["d"])  # "tests fail" goes
+    assert vectors.vector32("tests fail") is not first
+    assert inner.asked == [["tests fail"], ["b"], ["c"], ["d"], ["tests fail"]]
+    assert (vectors.hits, vectors.misses) == (1, 5)
 
 
 def test_the_embedders_id_and_thresholds_show_through() -> None:

@@ -284,6 +284,10 @@ class MaxSteps(Detector):
 
 
 def _vector(embedder: Embedder, text: str) -> array[float]:
+    single = getattr(embedder, "vector32", None)  # a scan's vectors keep them in this form
+    if single is not None:
+        found: array[float] = single(text)
+        return found
     return array("f", embedder.embed([text])[0])
 
 

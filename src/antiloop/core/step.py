@@ -292,9 +292,10 @@ def valid_step(step: Step) -> Step:
     )
     if (
         _is_valid(fields_)
-        and redact_name(step.tool) is step.tool
-        and redact_name(step.session) is step.session
-        and redact_name(step.agent) is step.agent
+        # equal, not the same object: a remembered name is the first copy of it seen
+        and redact_name(step.tool) == step.tool
+        and redact_name(step.session) == step.session
+        and redact_name(step.agent) == step.agent
     ):
         return step
     return step_from_dict(step.to_dict())

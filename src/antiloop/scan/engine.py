@@ -504,7 +504,7 @@ class Scanner:
             build = functools.partial(
                 Scanner, self.config, embedder=self._given_embedder, views=self.views
             )
-            results = scan_files(build, files, format, self.jobs)
+            results = scan_files(build, files, format, self.jobs, local=self)
         if results is None:  # in this process, each run given as soon as it is scanned
             results = (self._scan_or_say(path, format) for path in files)
         for done, items in enumerate(results, start=1):

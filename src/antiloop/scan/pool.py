@@ -6,10 +6,12 @@ in the order of the files, whichever worker finished first.
 
 Workers are forked where that is safe (Linux, no other thread in the process, native ones
 included), so they start in a few milliseconds with antiloop already imported and a custom
-embedder already built; elsewhere they are spawned, and what builds the scanner (its config and
-embedder) must pickle (else the scan runs serially). Ctrl-C is the parent's: it stops the
-workers. This module knows scanners only by their ``scan_one`` method: it imports nothing of
-antiloop, and the scan engine imports it.
+embedder already built; given this process's scanner, it scans the first file itself and the
+workers are copies of it, warm (what a first file costs is not paid again in each worker).
+Elsewhere they are spawned, and what builds the scanner (its config and embedder) must pickle
+(else the scan runs serially). Ctrl-C is the parent's: it stops the workers. This module knows
+scanners only by their ``scan_one`` method: it imports nothing of antiloop, and the scan engine
+imports it.
 """
 
 from __future__ import annotations
@@ -51,7 +53,11 @@ def cores() -> int:
 
 
 def scan_files(
-    build: Callable[[], FileScanner[T]], files: Sequence[Path], format: str, jobs: int
+    build: Callable[[], FileScanner[T]],
+    files: Sequence[Path],
+    format: str,
+    jobs: int,
+    local: FileScanner[T] | None = None,
 ) -> Iterator[list[T]] | None:
     """Each file's results, in file order, from ``jobs`` worker processes.
 
@@ -60,6 +66,9 @@ def scan_files(
         files: the files (or conversation folders) to scan.
         format: the trace format, or ``auto``.
         jobs: how many workers at most.
+        local: this process's scanner. Where workers are forked, it scans the first file here,
+            then the workers start as copies of it: what a first file costs once (imports
+            inside functions, patterns compiled on first use, caches) is not paid per worker.
 
     Returns:
         None when the scan is better run serially: the files are small (under
@@ -76,7 +85,17 @@ def scan_files(
             pickle.dumps(build)
         except Exception:  # whatever does not pickle: scan serially
             return None
+    elif local is not None and len(files) > jobs:  # the first file is a small share
+        return _warm_results(context, local, format, files, jobs)
     return _results(context, build, format, files, jobs)
+
+
+def _warm_results(
+    context: BaseContext, local: FileScanner[T], format: str, files: Sequence[Path], jobs: int
+) -> Iterator[list[T]]:
+    yield local.scan_one(files[0], format)
+    # the initializer's arguments are inherited by the forked workers, never pickled
+    yield from _results(context, lambda: local, format, files[1:], jobs)
 
 
 def _results(

@@ -38,6 +38,7 @@ class ScanVectors:
         self.misses = 0
         self.hits = 0
         self._kept: OrderedDict[str, array[float]] = OrderedDict()
+        self._single: dict[str, array[float]] = {}  # of texts kept: the vector32 arrays
 
     def __getattr__(self, name: str) -> object:
         # what else the inner embedder says of itself (its calibrated thresholds) shows through
@@ -70,5 +71,20 @@ class ScanVectors:
             kept.move_to_end(text)
             out.append(kept[text].tolist())
         while len(kept) > self.maxsize:
-            kept.popitem(last=False)
+            self._single.pop(kept.popitem(last=False)[0], None)
         return out
+
+    def vector32(self, text: str) -> array[float]:
+        """The text's vector in single precision, as the detectors keep it; made once, kept.
+
+        The same values as ``array("f", self.embed([text])[0])``, without a list each time.
+        """
+        single = self._single.get(text)
+        if single is not None:
+            self.hits += 1
+            self._kept.move_to_end(text)
+            return single
+        single = array("f", self.embed([text])[0])
+        if text in self._kept:
+            self._single[text] = single
+        return single

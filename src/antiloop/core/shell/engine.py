@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from antiloop.core.forms import canonical_path, dumps_items, pattern_words, render, verbatim
+from antiloop.core.forms import (
+    canonical_path,
+    dumps_items,
+    pattern_words,
+    render,
+    strip_line_ends,
+    verbatim,
+)
 from antiloop.core.rules.programs import OPERATIONS, Program, Runner
 from antiloop.core.rules.ruleset import Rules
 from antiloop.core.shell.tokens import (
@@ -38,7 +45,6 @@ _RANK = {op: i for i, op in enumerate(OPERATIONS)}
 _NO_PROGRAM = Program("", files=False)
 _NONE: frozenset[str] = frozenset()
 RX = Patterns(
-    trailing_ws=r"[ \t\r\f\v]+(?=\n|\Z)",
     assign=r"[A-Za-z_][A-Za-z0-9_]*=",
     versioned=r"(.*?\D)\d+(?:\.\d+)*",
     ext=r"\.[A-Za-z][A-Za-z0-9_]{0,9}$",
@@ -258,7 +264,7 @@ def _analyse(cmd: Command, cwd: str | None, base: str | None, rules: Rules) -> _
         op, target = r.op, r.target
         bare = op.lstrip("0123456789")
         if r.heredoc:
-            key.append(op + ("'" if r.quoted else "") + "\x00" + RX.trailing_ws.sub("", target))
+            key.append(op + ("'" if r.quoted else "") + "\x00" + strip_line_ends(target))
             text.append(op + "EOF")
         elif bare in (">&", "<&") and (target.isdigit() or target == "-"):
             key.append(op + target)
@@ -430,14 +436,14 @@ def read_text(text: str, cwd: str | None, rules: Rules) -> Shell:
         words = head[0][1] if head and isinstance(head[0], tuple) and head[0][0] == "w" else ""
         if rules.programs.get(words, _NO_PROGRAM).body and not unparsable(head):
             op, params, context, paths, programs, parts = read_tokens(head, cwd, rules)
-            text = RX.trailing_ws.sub("", body.group(2) or "")
+            text = strip_line_ends(body.group(2) or "")
             return op, params + "\x1e" + dumps_items([text]), context, paths, programs, parts
     tokens = tokenize(text)
     reading = read_tokens(tokens, cwd, rules)
     if not unparsable(tokens):
         return reading
     op, _, _, paths, programs, parts = reading
-    text = RX.trailing_ws.sub("", text)
+    text = strip_line_ends(text)
     return op, dumps_items(["\x1e", text]), text, paths, programs, parts
 
 

@@ -50,6 +50,7 @@ RESERVED = frozenset(
 SKIP_WORDS = frozenset({"then", "do", "else", "elif", "if", "while", "until", "!", "{"})
 _META = " \t\r\n;&|<>()"
 _PLAIN_RUN = LazyPattern(r"[^\s;&|<>()'\"\\$`]+")
+_QUOTED_RUN = LazyPattern(r"[^\"\\$`]+")  # inside double quotes: kept as written
 _DIGITS = LazyPattern(r"\d+")
 # the fast paths of tokens_of: plain words; words, single quotes and ; & | && || only
 _SIMPLE = LazyPattern(
@@ -138,6 +139,7 @@ def _read_word(s: str, i: int) -> tuple[str, int, bool]:
     buf: list[str] = []
     quoted = False
     plain_run = _PLAIN_RUN.compiled.match
+    quoted_run = _QUOTED_RUN.compiled.match
     while i < n:
         m = plain_run(s, i)
         if m:
@@ -157,6 +159,11 @@ def _read_word(s: str, i: int) -> tuple[str, int, bool]:
             quoted = True
             i += 1
             while i < n and s[i] != '"':
+                run = quoted_run(s, i)
+                if run:
+                    buf.append(run.group())
+                    i = run.end()
+                    continue
                 ch = s[i]
                 if ch == "\\" and i + 1 < n and s[i + 1] in '"\\$`\n':
                     if s[i + 1] != "\n":
