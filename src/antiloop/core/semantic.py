@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from antiloop.core.text import cues
+from antiloop.core.text import cues, done, negation
 from antiloop.core.text.patterns import LazyPattern
 from antiloop.core.text.stagnation import (
     DECAY as DECAY,  # re-exported: the detectors read them here
@@ -181,9 +181,9 @@ _COMPLETION = LazyPattern(
     r"identified|located|confirmed|verified|here\s+is|here's|here\s+are|successfully|"
     r"now|(?:is|are)\s+in\s+place|points?\s+to|because|the\s+cause|caused\s+by|"
     r"lives\s+in|defined\s+in|listed\s+in|is\s+in|summary|answer|result|results|redirects|"
-    r"returns|recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
+    r"recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
     r"(?:is|are)\s+complete|down\s+to|(?:we|i)\s+(?:have|got)\s+the|"
-    r"cleaned\s+up|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
+    r"cleaned\s+up|(?:is|are)\s+(?:now\s+)?gone|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
     r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
@@ -292,7 +292,7 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
             or _COMPLETION.search(clause) is not None
         )
         past_ok = success_before and _CONTRAST.search(clause) is None
-        pattern = _NEGATIVE if relevant else _FAILURE
+        pattern = _NEGATIVE if relevant and not done.content_clause(goal, clause) else _FAILURE
         cue = _negative_in(pattern, clause, goal_words, goal_words_text, past_ok, echoed)
         if cue is None and relevant and clause.rstrip().endswith("?"):
             cue = "?"
@@ -310,6 +310,8 @@ def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str |
                 continue
             if pattern is _INTENTION and cues.is_wrap_up(text[found.end() : found.end() + 80]):
                 continue  # a finishing touch: "now let me submit the patch"
+            if found.group(0).lower() == "still" and negation.preserved(text, found.end()):
+                continue  # a behaviour kept: "the old name is still accepted"
             return found.group(0).strip()
     for cue in (
         cues.plan_cue(text, terms),
@@ -325,6 +327,17 @@ def _in_parentheses(text: str, at: int) -> bool:
     """Whether position ``at`` of ``text`` lies inside parentheses: "(11 of 14)" is a statistic."""
     before = text[:at]
     return before.count("(") > before.count(")")
+
+
+_FIRST_SENTENCE = LazyPattern(r"^(.+?)(?:[.!:;](?:\s|$)|\n)")
+
+
+def _states_goal(goal: str, message: str) -> str | None:
+    """The message's first sentence when it is the goal itself ("The login bug is fixed: ...")."""
+    found = _FIRST_SENTENCE.match(message.strip())
+    if found and normalise(found.group(1)) == normalise(goal):
+        return found.group(1)
+    return None
 
 
 _SENTENCE_END = LazyPattern(r"[.!?;](?:\s|$)|,\s+(?:and|so)\s+(?:i|we|it)\b", re.IGNORECASE)
@@ -373,6 +386,10 @@ def _negative_in(
             continue
         if word in _NEGATORS and _next_word_stem(clause, found) in echoed:
             continue  # the goal's own condition: "no dependencies" for "without dependencies"
+        if negation.defect_negated(clause, found.start(), found.end()):
+            continue  # a defect or a leftover negated: "no test broke", "nothing remains"
+        if negation.former_state(clause, found.start(), found.end()):
+            continue  # the state before the change: "(it failed 1 run in 30 before)"
         return found.group(0)
     return None
 
@@ -421,7 +438,8 @@ def completion_cue(message: str, goal: str = "") -> str | None:
     for found in _COMPLETION.finditer(message):
         if found.group(0).lower() not in goal_words and cues.delivers(found.group(0), goal):
             return found.group(0)
-    return None
+    status = cues.status_text(message, goal)
+    return done.done_form(status, goal) or done.acted_cue(status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +452,7 @@ class GoalSignals:
         coverage: the share of the goal's key terms the message mentions.
         completion: the word reporting finished work, or ``None``.
         claim: the words claiming the task itself is done ("the issue is fixed"), or ``None``.
+        fact: the goal asks for a fact ("Find where ..."): a statement of it is the answer.
     """
 
     equal: bool
@@ -441,6 +460,7 @@ class GoalSignals:
     coverage: float
     completion: str | None
     claim: str | None = None
+    fact: bool = False
 
 
 def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -> GoalSignals:
@@ -448,16 +468,18 @@ def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -
     if normalise(goal) == normalise(message):
         return GoalSignals(True, None, 1.0, None)
     terms = key_terms(goal) if terms is None else terms
+    status = cues.status_text(message, goal)
     return GoalSignals(
         False,
         not_reached_cue(message, goal),
         coverage(terms, message),
         completion_cue(message, goal),
-        cues.task_claim(cues.status_text(message, goal)),
+        cues.task_claim(status) or _states_goal(goal, message),
+        done.asks_for_fact(goal),
     )
 
 
-#: A message that mentions less than this share of the goal's key terms needs a completion cue.
+#: For a goal that asks for a fact, a statement that mentions this share of its key terms.
 MIN_COVERAGE = 0.5
 #: Even with a completion cue, a message must mention this share of the goal's key terms.
 MIN_COVERAGE_CUED = 0.15
@@ -468,15 +490,19 @@ def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> b
 
     * similarity to the goal is at least ``threshold`` (necessary, never sufficient);
     * no blocker: no negation, failure, intention or restatement of the task;
-    * the message mentions at least ``MIN_COVERAGE`` of the goal's key terms, or reports
-      finished work (a completion cue) and mentions at least ``MIN_COVERAGE_CUED`` of them,
-      or claims that the task itself is done ("I have fixed the issue").
+    * the message reports finished work (a completion cue, a goal verb told as done) and
+      mentions at least ``MIN_COVERAGE_CUED`` of the goal's key terms, or claims that the
+      task itself is done ("I have fixed the issue"), or, for a goal that asks for a fact,
+      states it (``MIN_COVERAGE`` of the terms).
+
+    Coverage alone reaches no other goal: the starting state told in the goal's words ("the
+    backup job has failed every night since Monday") mentions its terms but reports no work.
     """
     if signals.equal:
         return True
     if similarity < threshold or signals.blocker is not None:
         return False
-    if signals.coverage >= MIN_COVERAGE:
+    if signals.coverage >= MIN_COVERAGE and signals.fact:
         return True
     if signals.completion is not None and signals.coverage >= MIN_COVERAGE_CUED:
         return True
