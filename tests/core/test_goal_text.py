@@ -111,3 +111,34 @@ def test_the_goal_stated_as_the_first_sentence_claims_it():
     goal = "The export bug is fixed."
     assert _reached(goal, "The export bug is fixed: empty rows are written as blanks.")
     assert not _reached(goal, "The export bug is fixed: no, wait, it still fails.")
+
+
+LEAK = "The import job fails on files with a BOM."
+
+
+def test_a_failure_after_but_blocks_even_in_the_goals_own_words():
+    """ "but `test_x` fails" brings a new problem, though the goal says "fails" too."""
+    assert _reached(LEAK, "The import job reads files with a BOM now; the import tests pass.")
+    assert not _reached(LEAK, "The import job reads files with a BOM now, but test_bom fails.")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Added the index; the report query that timed out after 60 s now takes 80 ms.",
+        "Added the index and the report query hasn't timed out since.",
+        "Added the index concurrently so the table isn't locked; the report query takes 80 ms.",
+        "Index in place: the report query takes 80 ms and never times out any more.",
+        "Report queries no longer time out: the index is used. Other queries still run as before.",
+    ],
+)
+def test_a_defect_told_as_gone_or_as_the_state_before_does_not_block(message):
+    """Failure phrases negated, told before the change, or in a purpose clause do not block."""
+    assert _reached("Add an index so the report query stops timing out.", message)
+
+
+def test_a_failure_phrase_of_the_present_still_blocks():
+    """Without a negation or the change after it, "timed out" is the present state."""
+    goal = "Add an index so the report query stops timing out."
+    assert not _reached(goal, "Added the index, but the report query timed out again at 60 s.")
+    assert not _reached(goal, "Added the index; the report query still times out for now.")

@@ -147,7 +147,7 @@ _FAILURE = LazyPattern(
     re.IGNORECASE,
 )
 _CONDITION = LazyPattern(
-    r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or)\b"
+    r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or|so\s+that|so\s+(?:the|it|they))\b"
     r"|\b(?:a|an|any|every|each)\s+\w+\s+(?:that|which)\b",  # "a file that fails is reported"
     re.IGNORECASE,
 )
@@ -159,7 +159,9 @@ _CORE_NEGATION = frozenset({"not", "no", "never"})
 _NEGATORS = frozenset({"not", "no", "never", "without", "don't", "doesn't", "avoid"})
 # Where an explanation starts: the words after it describe the cause, not the outcome.
 _EXPLANATION = LazyPattern(
-    r"\b(?:because|caused\s+by|due\s+to|the\s+cause|the\s+reason|root\s+cause|since)\b",
+    r"\b(?:because|caused\s+by|due\s+to|the\s+cause|the\s+reason|root\s+cause|since|"
+    r"the\s+(?:bug|leak|problem|issue|culprit|race|crash|regression|duplicates?)\s+"
+    r"(?:was|were|came\s+from))\b",
     re.IGNORECASE,
 )
 _REPAIRED = LazyPattern(
@@ -183,7 +185,7 @@ _COMPLETION = LazyPattern(
     r"lives\s+in|defined\s+in|listed\s+in|is\s+in|summary|answer|result|results|redirects|"
     r"recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
     r"(?:is|are)\s+complete|down\s+to|(?:we|i)\s+(?:have|got)\s+the|"
-    r"cleaned\s+up|(?:is|are)\s+(?:now\s+)?gone|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
+    r"cleaned\s+up|(?:is|are)\s+(?:now\s+)?gone|no\s+longer|no\s+more|in\s+place|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
     r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
@@ -261,7 +263,9 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
         >>> not_reached_cue("The login bug is still not fixed.", "The login bug is fixed.")
         'still'
     """
-    text = _cut_explanations(_POSITIVE_PHRASES.sub(" ", cues.status_text(message, goal)))
+    text = _cut_explanations(
+        _POSITIVE_PHRASES.sub(f" {negation.GONE} ", cues.status_text(message, goal))
+    )
     goal_words_text = " ".join(_WORD.findall(goal.lower()))
     terms = key_terms(goal)
     cue = _phrase_cue(text, goal_words_text, terms)
@@ -312,6 +316,8 @@ def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str |
                 continue  # a finishing touch: "now let me submit the patch"
             if found.group(0).lower() == "still" and negation.preserved(text, found.end()):
                 continue  # a behaviour kept: "the old name is still accepted"
+            if pattern is _NOT_DONE and _defect_gone(text, found.start(), found.end()):
+                continue  # "hasn't timed out since", "the query that timed out now takes 40 ms"
             return found.group(0).strip()
     for cue in (
         cues.plan_cue(text, terms),
@@ -321,6 +327,11 @@ def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str |
         if cue is not None and not _in_goal(cue, goal_words_text):
             return cue
     return None
+
+
+def _defect_gone(text: str, start: int, end: int) -> bool:
+    """Whether the failure phrase at ``text[start:end]`` is negated or told as the state before."""
+    return negation.defect_negated(text, start, end) or negation.former_state(text, start, end)
 
 
 def _in_parentheses(text: str, at: int) -> bool:
@@ -371,12 +382,13 @@ def _negative_in(
     echoed: frozenset[str] = frozenset(),
 ) -> str | None:
     goal_stems = frozenset(stem(w) for w in goal_words)
+    contrast = _CONTRAST.search(clause) is not None  # "but ...": a new problem, not the goal's
     for found in pattern.finditer(clause):
         word = found.group(0).lower()
-        if word in goal_words or stem(word) in goal_stems:
-            continue
-        following = clause[found.start() :].split()[:2]
-        if len(following) == 2 and _in_goal(" ".join(following), goal_text):
+        if (word in goal_words or stem(word) in goal_stems) and not contrast:
+            continue  # the goal's own word
+        following = _WORD.findall(clause[found.start() :].lower())[:2]
+        if len(following) == 2 and not contrast and _in_goal(" ".join(following), goal_text):
             continue  # the goal's own words: "investigate why the job did not run"
         if _REPAIRED.search(clause[: found.start()]):
             continue  # the object of a repair: "fixed the broken links"
