@@ -142,3 +142,26 @@ def test_a_failure_phrase_of_the_present_still_blocks():
     goal = "Add an index so the report query stops timing out."
     assert not _reached(goal, "Added the index, but the report query timed out again at 60 s.")
     assert not _reached(goal, "Added the index; the report query still times out for now.")
+
+
+def test_a_participle_dated_in_the_past_or_done_by_the_system_is_the_state():
+    """ "committed in 2023", "served by the app itself" describe the state, not the work."""
+    goal = "Move the session store out of the app and serve sessions from Redis."
+    assert not _reached(goal, "The session store is part of the app process, committed in 2019.")
+    assert not _reached(goal, "Sessions are kept in memory and served by the app process.")
+    assert _reached(goal, "Sessions are served from Redis now; the app keeps none in memory.")
+
+
+def test_a_past_negation_before_the_change_is_the_cause():
+    """ "X never read the option. I pass it now" tells the cause, then the fix."""
+    goal = "The `--quiet` flag is ignored by the `push` subcommand."
+    fixed = "The push runner never read the global quiet option. I pass it in now; tests pass."
+    assert _reached(goal, fixed)
+    assert not _reached(goal, "The push runner never read the global quiet option.")
+
+
+def test_a_prevented_action_reports_the_change_and_new_failure_words_block():
+    """ "can't be submitted any more" is a change; "now deadlocks" is a new failure."""
+    goal = "Make the order form reject duplicate submissions."
+    assert _reached(goal, "Duplicate orders can't be submitted any more, with no second request.")
+    assert not _reached(goal, "Duplicate orders are rejected, but the form now deadlocks.")

@@ -81,7 +81,8 @@ _POSITIVE_PHRASES = LazyPattern(
     r"(?:0|zero|none)\s+(?:failures?|failing|failed|errors?)|without\s+(?:any\s+)?(?:errors?|"
     r"failures?|warnings?|problems)|still\s+(?:pass(?:es|ing)?|works?|green|runs?|loads?|builds?|"
     r"compiles?|succeeds?|behaves?)|"
-    r"let\s+me\s+know|feel\s+free|if\s+you\s+(?:need|want)|nothing\s+else)\b",
+    r"let\s+me\s+know|feel\s+free|if\s+you\s+(?:need|want)|nothing\s+else|"
+    r"(?:can't|cannot)\s+be\s+\w+ed\s+any\s*more|can\s+no\s+longer\s+be)\b",
     re.IGNORECASE,
 )
 
@@ -135,7 +136,8 @@ _NOT_DONE = LazyPattern(
 _NEGATIVE = LazyPattern(
     r"\b(?:not|no|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|haven't|"
     r"hasn't|hadn't|fail|fails|failed|failing|failure|failures|broken|breaks|incomplete|red|"
-    r"crash|crashes|crashed|broke|rejected|denied|"
+    r"crash|crashes|crashed|broke|rejected|denied|deadlocks?|deadlocked|stalls|stalled|"
+    r"freezes|froze|"
     r"half|remaining|remains|left\s+to|left\s+out|omitted|some\s+of|except|wrong|missing|"
     r"(?:is|are|was|were|stays|remains)\s+empty)\b",
     re.IGNORECASE,
@@ -143,7 +145,7 @@ _NEGATIVE = LazyPattern(
 # Failure words: they count in any clause (a repaired "broken link" aside).
 _FAILURE = LazyPattern(
     r"\b(?:fail|fails|failed|failing|failure|failures|broken|breaks|broke|crash|crashes|"
-    r"crashed|incomplete|rejected|denied)\b",
+    r"crashed|incomplete|rejected|denied|deadlocks?|deadlocked|stalls|stalled|freezes|froze)\b",
     re.IGNORECASE,
 )
 _CONDITION = LazyPattern(
@@ -185,7 +187,7 @@ _COMPLETION = LazyPattern(
     r"lives\s+in|defined\s+in|listed\s+in|is\s+in|summary|answer|result|results|redirects|"
     r"recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
     r"(?:is|are)\s+complete|down\s+to|(?:we|i)\s+(?:have|got)\s+the|"
-    r"cleaned\s+up|(?:is|are)\s+(?:now\s+)?gone|no\s+longer|no\s+more|in\s+place|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
+    r"cleaned\s+up|(?:is|are)\s+(?:now\s+)?gone|no\s+longer|no\s+more|in\s+place|(?:can't|cannot)\s+be\s+\w+ed\s+any\s*more|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
     r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
@@ -266,6 +268,8 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
     text = _cut_explanations(
         _POSITIVE_PHRASES.sub(f" {negation.GONE} ", cues.status_text(message, goal))
     )
+    if done.asks_for_content(goal):
+        text = _PARENTHESES.sub(" ", text)  # an answer's definitions and details: content
     goal_words_text = " ".join(_WORD.findall(goal.lower()))
     terms = key_terms(goal)
     cue = _phrase_cue(text, goal_words_text, terms)
@@ -288,7 +292,8 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
     )
     clauses = _clauses(text)
     success_before = False
-    for clause in clauses:
+    reported = [_reports(c) for c in clauses]
+    for at, clause in enumerate(clauses):
         relevant = (
             len(clauses) == 1
             or _CONTRAST.search(clause) is not None
@@ -296,14 +301,29 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
             or _COMPLETION.search(clause) is not None
         )
         past_ok = success_before and _CONTRAST.search(clause) is None
+        # A past negation before a later report of the change tells the cause: "it never
+        # read the option. I pass it now".
+        cause_ok = _CONTRAST.search(clause) is None and any(reported[at + 1 :])
         pattern = _NEGATIVE if relevant and not done.content_clause(goal, clause) else _FAILURE
-        cue = _negative_in(pattern, clause, goal_words, goal_words_text, past_ok, echoed)
+        cue = _negative_in(
+            pattern, clause, goal_words, goal_words_text, past_ok, echoed, cause_ok=cause_ok
+        )
         if cue is None and relevant and clause.rstrip().endswith("?"):
             cue = "?"
         if cue is not None:
             return cue
-        success_before = success_before or _COMPLETION.search(clause) is not None
+        success_before = success_before or reported[at]
     return None
+
+
+def _report_before(clause: str, at: int) -> bool:
+    """Whether the clause reports finished work before position ``at`` ("Fixed, no ...")."""
+    return _reports(clause[:at]) and not _CONTRAST.search(clause)
+
+
+def _reports(clause: str) -> bool:
+    """Whether a clause reports finished work (a completion word, or a defect told as gone)."""
+    return _COMPLETION.search(clause) is not None or negation.GONE in clause
 
 
 def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str | None:
@@ -332,6 +352,9 @@ def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str |
 def _defect_gone(text: str, start: int, end: int) -> bool:
     """Whether the failure phrase at ``text[start:end]`` is negated or told as the state before."""
     return negation.defect_negated(text, start, end) or negation.former_state(text, start, end)
+
+
+_PARENTHESES = LazyPattern(r"\([^()]*\)")
 
 
 def _in_parentheses(text: str, at: int) -> bool:
@@ -380,6 +403,8 @@ def _negative_in(
     goal_text: str,
     past_ok: bool,
     echoed: frozenset[str] = frozenset(),
+    *,
+    cause_ok: bool = False,
 ) -> str | None:
     goal_stems = frozenset(stem(w) for w in goal_words)
     contrast = _CONTRAST.search(clause) is not None  # "but ...": a new problem, not the goal's
@@ -394,7 +419,11 @@ def _negative_in(
             continue  # the object of a repair: "fixed the broken links"
         if _CONDITION.search(clause[: found.start()].rsplit(",", 1)[-1]):
             continue  # a condition: "returns 503 when the query fails"
-        if past_ok and _after_success_ok(clause, found, word):
+        if (past_ok or _report_before(clause, found.start())) and _after_success_ok(
+            clause, found, word
+        ):
+            continue
+        if cause_ok and _past_negation(clause, found, word):
             continue
         if word in _NEGATORS and _next_word_stem(clause, found) in echoed:
             continue  # the goal's own condition: "no dependencies" for "without dependencies"
@@ -420,6 +449,12 @@ def _next_word_stem(clause: str, found: re.Match[str]) -> str:
     return stem(after[0]) if after else ""
 
 
+def _past_negation(clause: str, found: re.Match[str], word: str) -> bool:
+    """Whether the negation is in the past tense ("was not", "never", "didn't")."""
+    before = clause[: found.start()].lower().split()[-1:]
+    return word in _PAST_NEGATIVE or (bool(before) and f"{before[0]} {word}" in _PAST_NEGATIVE)
+
+
 def _after_success_ok(clause: str, found: re.Match[str], word: str) -> bool:
     """After a clause that reports success, a negation that explains or details it.
 
@@ -427,9 +462,7 @@ def _after_success_ok(clause: str, found: re.Match[str], word: str) -> bool:
     details the result ("no pod in CrashLoopBackOff", "no truncation");
     ", not" before a noun corrects a reading ("iOS users going uncounted, not users leaving").
     """
-    before = clause[: found.start()].lower().split()[-1:]
-    pair = f"{before[0]} {word}" if before else word
-    if word in _PAST_NEGATIVE or pair in _PAST_NEGATIVE:
+    if _past_negation(clause, found, word):
         return True
     after = _WORD.findall(clause[found.end() :].lower())[:1]
     nxt = after[0] if after else ""
@@ -448,6 +481,8 @@ def completion_cue(message: str, goal: str = "") -> str | None:
     """
     goal_words = frozenset(_WORD.findall(goal.lower()))
     for found in _COMPLETION.finditer(message):
+        if done.history_after(message, found.end()):
+            continue  # "both committed in 2023": the state's history, not the work
         if found.group(0).lower() not in goal_words and cues.delivers(found.group(0), goal):
             return found.group(0)
     status = cues.status_text(message, goal)

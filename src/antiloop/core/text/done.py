@@ -13,7 +13,15 @@ import re
 
 from antiloop.core.text.patterns import LazyPattern
 
-__all__ = ["acted_cue", "asks_for_fact", "content_clause", "done_form", "goal_verbs"]
+__all__ = [
+    "acted_cue",
+    "asks_for_content",
+    "asks_for_fact",
+    "content_clause",
+    "done_form",
+    "goal_verbs",
+    "history_after",
+]
 
 
 _MESSAGE_WORD = LazyPattern(r"[A-Za-z][a-z'-]*")
@@ -90,7 +98,9 @@ def done_form(message: str, goal: str) -> str | None:
     if not forms:
         return None
     for found in _MESSAGE_WORD.finditer(message):
-        if found.group(0).lower() in forms:
+        if found.group(0).lower() in forms and not (
+            history_after(message, found.end()) or _BY_SYSTEM.match(message, found.end())
+        ):
             return found.group(0)
     return None
 
@@ -170,5 +180,32 @@ def content_clause(goal: str, clause: str) -> bool:
         >>> content_clause("Summarise the paper.", "I did not finish reading it")
         False
     """
+    return asks_for_content(goal) and _FIRST_PERSON.search(clause) is None
+
+
+def asks_for_content(goal: str) -> bool:
+    """True when every verb of ``goal`` asks for an answer, a summary or an explanation."""
     verbs = goal_verbs(goal)
-    return bool(verbs) and set(verbs) <= _CONTENT_VERBS and _FIRST_PERSON.search(clause) is None
+    return bool(verbs) and set(verbs) <= _CONTENT_VERBS
+
+
+# After a past participle: a date in the past makes it history ("committed in 2023").
+_HISTORY = LazyPattern(
+    r"\s+(?:[\w-]+\s+){0,2}?(?:(?:in|since|back\s+in|during)\s+(?:19|20)\d\d\b|"
+    r"\d+\s+(?:years?|months?|weeks?|days?)\s+ago\b|last\s+(?:year|month|week)\b)",
+    re.IGNORECASE,
+)
+# After a goal verb's participle: the system that does it ("served by the app itself").
+_BY_SYSTEM = LazyPattern(r"\s+by\s+(?:the|a|an|its|their)\s+", re.IGNORECASE)
+
+
+def history_after(text: str, end: int) -> bool:
+    """Whether the participle ending at ``end`` is dated in the past: history, not the work.
+
+    Example:
+        >>> history_after("both committed in 2023", 14)
+        True
+        >>> history_after("fixed and committed to main", 19)
+        False
+    """
+    return _HISTORY.match(text, end) is not None

@@ -25,7 +25,8 @@ _NEGATORS = frozenset(
 _DEFECT = LazyPattern(
     r"^(?:fail\w*|error\w*|warn\w*|flak\w*|broke|broken|break|breaks|crash\w*|leak\w*|"
     r"regress\w*|timeouts?|conflicts?|exceptions?|bugs?|problems?|issues?|complaints?|"
-    r"incidents?|outages?|hangs?|regressions?|downtime|timed)$"
+    r"incidents?|outages?|hangs?|regressions?|downtime|timed|duplicat\w*|deadlock\w*|"
+    r"stall\w*)$"
 )
 # Words for what is left over: a negation of them says it is gone.
 _LEFTOVER = LazyPattern(r"^(?:left|remain\w*|anymore|longer|again|nomore)$")
