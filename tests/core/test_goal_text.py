@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from antiloop.core import semantic
-from antiloop.core.text import done, negation
+from antiloop.core.text import done, negation, target
 
 CRON = "Remove the old cleanup cron script from every server."
 BUILD = "Reduce the build time below five minutes."
@@ -165,3 +165,27 @@ def test_a_prevented_action_reports_the_change_and_new_failure_words_block():
     goal = "Make the order form reject duplicate submissions."
     assert _reached(goal, "Duplicate orders can't be submitted any more, with no second request.")
     assert not _reached(goal, "Duplicate orders are rejected, but the form now deadlocks.")
+
+
+def test_a_measure_on_the_wrong_side_of_the_goals_bound_blocks():
+    """ "Down to 9 s" does not reach "below 5 seconds"; "9 s -> 4 s" does."""
+    goal = "Cut the cold start of the service below 5 s."
+    assert not _reached(goal, "Cut the cold start: down to 9 s after trimming the imports.")
+    assert _reached(goal, "Cut the cold start of the service: 9 s -> 4 s after trimming imports.")
+    assert target.missed("Raise coverage to 90 or more.", "Coverage is now 84%.") is None
+    assert target.missed("Raise coverage to 90% or more.", "Coverage is now 84%.") == "84%"
+
+
+def test_gates_bounds_references_and_counts_read_as_the_work_done():
+    """A gate on a condition, a bound not crossed, "no code references" and "all 9 are ..."."""
+    goal = "Remove the unused cache tables from the reporting database."
+    assert _reached(
+        goal, "Removed the 4 cache tables after checking that no job or view refers to them."
+    )
+    assert _reached(goal, "The unused cache tables are gone: all 4 are dropped from reporting.")
+    limit = "Keep the worker's memory below 500 MB under load."
+    assert _reached(limit, "Capped the cache; under load the worker never went above 320 MB.")
+    assert _reached(
+        limit, "Capped the worker cache at 300 MB; CI now fails the job if memory grows past it."
+    )
+    assert not _reached(limit, "Capped the cache, but the change took the worker down twice.")

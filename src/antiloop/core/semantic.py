@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from antiloop.core.text import cues, done, negation
+from antiloop.core.text import cues, done, negation, target
 from antiloop.core.text.patterns import LazyPattern
 from antiloop.core.text.stagnation import (
     DECAY as DECAY,  # re-exported: the detectors read them here
@@ -137,7 +137,7 @@ _NEGATIVE = LazyPattern(
     r"\b(?:not|no|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|haven't|"
     r"hasn't|hadn't|fail|fails|failed|failing|failure|failures|broken|breaks|incomplete|red|"
     r"crash|crashes|crashed|broke|rejected|denied|deadlocks?|deadlocked|stalls|stalled|"
-    r"freezes|froze|"
+    r"freezes|froze|(?:took|takes|brought|brings)\s+(?:\w+\s+){0,3}down|"
     r"half|remaining|remains|left\s+to|left\s+out|omitted|some\s+of|except|wrong|missing|"
     r"(?:is|are|was|were|stays|remains)\s+empty)\b",
     re.IGNORECASE,
@@ -145,7 +145,8 @@ _NEGATIVE = LazyPattern(
 # Failure words: they count in any clause (a repaired "broken link" aside).
 _FAILURE = LazyPattern(
     r"\b(?:fail|fails|failed|failing|failure|failures|broken|breaks|broke|crash|crashes|"
-    r"crashed|incomplete|rejected|denied|deadlocks?|deadlocked|stalls|stalled|freezes|froze)\b",
+    r"crashed|incomplete|rejected|denied|deadlocks?|deadlocked|stalls|stalled|freezes|froze|"
+    r"(?:took|takes|brought|brings)\s+(?:\w+\s+){0,3}down)\b",
     re.IGNORECASE,
 )
 _CONDITION = LazyPattern(
@@ -153,6 +154,8 @@ _CONDITION = LazyPattern(
     r"|\b(?:a|an|any|every|each)\s+\w+\s+(?:that|which)\b",  # "a file that fails is reported"
     re.IGNORECASE,
 )
+# After a failure word: an object, then a condition ("CI fails the build if it grows").
+_GATE = LazyPattern(r"\s+(?:the|any|a|every)\s+\w+\s+(?:if|when|whenever|unless|once)\b", re.I)
 # Negations in the past tense: after a clause reporting success they explain the cause.
 _PAST_NEGATIVE = frozenset(
     {"was not", "were not", "wasn't", "weren't", "had not", "hadn't", "never", "did not", "didn't"}
@@ -187,7 +190,7 @@ _COMPLETION = LazyPattern(
     r"lives\s+in|defined\s+in|listed\s+in|is\s+in|summary|answer|result|results|redirects|"
     r"recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
     r"(?:is|are)\s+complete|down\s+to|(?:we|i)\s+(?:have|got)\s+the|"
-    r"cleaned\s+up|(?:is|are)\s+(?:now\s+)?gone|no\s+longer|no\s+more|in\s+place|(?:can't|cannot)\s+be\s+\w+ed\s+any\s*more|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
+    r"cleaned\s+up|(?:is|are)\s+(?:now\s+)?gone|no\s+longer|no\s+more|in\s+place|all\s+(?:\d+\s+)?(?:\w+\s+)?(?:are|were|have\s+been)\s+(?:now\s+)?\w+ed|(?:can't|cannot)\s+be\s+\w+ed\s+any\s*more|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
     r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
@@ -272,7 +275,7 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
         text = _PARENTHESES.sub(" ", text)  # an answer's definitions and details: content
     goal_words_text = " ".join(_WORD.findall(goal.lower()))
     terms = key_terms(goal)
-    cue = _phrase_cue(text, goal_words_text, terms)
+    cue = _phrase_cue(text, goal_words_text, terms) or target.missed(goal, text)
     if cue is not None:
         return cue
     for m in _PART_OF.finditer(text):
@@ -419,6 +422,8 @@ def _negative_in(
             continue  # the object of a repair: "fixed the broken links"
         if _CONDITION.search(clause[: found.start()].rsplit(",", 1)[-1]):
             continue  # a condition: "returns 503 when the query fails"
+        if _GATE.match(clause, found.end()):
+            continue  # a rule that fails something on a condition: "fails the build if ..."
         if (past_ok or _report_before(clause, found.start())) and _after_success_ok(
             clause, found, word
         ):

@@ -26,10 +26,10 @@ _DEFECT = LazyPattern(
     r"^(?:fail\w*|error\w*|warn\w*|flak\w*|broke|broken|break|breaks|crash\w*|leak\w*|"
     r"regress\w*|timeouts?|conflicts?|exceptions?|bugs?|problems?|issues?|complaints?|"
     r"incidents?|outages?|hangs?|regressions?|downtime|timed|duplicat\w*|deadlock\w*|"
-    r"stall\w*)$"
+    r"stall\w*|exceed\w*|went|rose|grew|climbed)$"
 )
 # Words for what is left over: a negation of them says it is gone.
-_LEFTOVER = LazyPattern(r"^(?:left|remain\w*|anymore|longer|again|nomore)$")
+_LEFTOVER = LazyPattern(r"^(?:left|remain\w*|anymore|longer|again|nomore|referenc\w*|refers?)$")
 # Words for the work or a working behaviour: a negation of them says it is not done.
 _WORK = LazyPattern(
     r"^(?:pass\w*|work\w*|fix\w*|done|green|succe\w*|build\w*|built|compil\w*|run|runs|"
@@ -46,7 +46,8 @@ _BACK = 4
 def _words_after(text: str) -> list[str]:
     """The words of a negation's scope: up to punctuation, a conjunction or ``_SCOPE`` words."""
     out: list[str] = []
-    part = re.split(r"[,;:()]", text.lower(), maxsplit=1)[0].replace("any more", "anymore")
+    part = re.split(r"[;:()]|,\s+(?!(?:\w+\s+)?(?:or|and)\s)", text.lower(), maxsplit=1)[0]
+    part = part.replace("any more", "anymore")
     for word in _WORD.findall(part):
         if word in _SCOPE_END or len(out) >= _SCOPE:
             break
