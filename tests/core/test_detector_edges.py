@@ -349,8 +349,11 @@ def test_a_goal_reason_names_the_completion_word_only_when_there_is_one() -> Non
     said = reason("The dark mode toggle is added to the settings page.")
     assert said.startswith("The agent's message reaches the goal (similarity ")
     assert said.endswith(", 100% of the goal's key terms, says 'added').")
-    plain = reason("Dark mode toggle settings page.")
-    assert plain.endswith(", 83% of the goal's key terms).")
+    plain = reason("Add a dark mode toggle to the settings page: it sits under Appearance.")
+    assert plain.endswith(", 100% of the goal's key terms).")
+    g = guard(min_steps=1)  # the goal's words alone, no report of work: not reached
+    v = g.record(read("a.py", "A", goal=goal, message="Dark mode toggle settings page."))
+    assert v.detector != "goal"
     assert reason(goal) == "The agent's message reaches the goal (it is the goal itself)."
 
 

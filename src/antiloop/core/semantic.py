@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from antiloop.core.text import cues
+from antiloop.core.text import cues, done, negation, target
 from antiloop.core.text.patterns import LazyPattern
 from antiloop.core.text.stagnation import (
     DECAY as DECAY,  # re-exported: the detectors read them here
@@ -81,7 +81,8 @@ _POSITIVE_PHRASES = LazyPattern(
     r"(?:0|zero|none)\s+(?:failures?|failing|failed|errors?)|without\s+(?:any\s+)?(?:errors?|"
     r"failures?|warnings?|problems)|still\s+(?:pass(?:es|ing)?|works?|green|runs?|loads?|builds?|"
     r"compiles?|succeeds?|behaves?)|"
-    r"let\s+me\s+know|feel\s+free|if\s+you\s+(?:need|want)|nothing\s+else)\b",
+    r"let\s+me\s+know|feel\s+free|if\s+you\s+(?:need|want)|nothing\s+else|"
+    r"(?:can't|cannot)\s+be\s+\w+ed\s+any\s*more|can\s+no\s+longer\s+be)\b",
     re.IGNORECASE,
 )
 
@@ -135,7 +136,8 @@ _NOT_DONE = LazyPattern(
 _NEGATIVE = LazyPattern(
     r"\b(?:not|no|never|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|won't|haven't|"
     r"hasn't|hadn't|fail|fails|failed|failing|failure|failures|broken|breaks|incomplete|red|"
-    r"crash|crashes|crashed|broke|rejected|denied|"
+    r"crash|crashes|crashed|broke|rejected|denied|deadlocks?|deadlocked|stalls|stalled|"
+    r"freezes|froze|(?:took|takes|brought|brings)\s+(?:\w+\s+){0,3}down|"
     r"half|remaining|remains|left\s+to|left\s+out|omitted|some\s+of|except|wrong|missing|"
     r"(?:is|are|was|were|stays|remains)\s+empty)\b",
     re.IGNORECASE,
@@ -143,14 +145,17 @@ _NEGATIVE = LazyPattern(
 # Failure words: they count in any clause (a repaired "broken link" aside).
 _FAILURE = LazyPattern(
     r"\b(?:fail|fails|failed|failing|failure|failures|broken|breaks|broke|crash|crashes|"
-    r"crashed|incomplete|rejected|denied)\b",
+    r"crashed|incomplete|rejected|denied|deadlocks?|deadlocked|stalls|stalled|freezes|froze|"
+    r"(?:took|takes|brought|brings)\s+(?:\w+\s+){0,3}down)\b",
     re.IGNORECASE,
 )
 _CONDITION = LazyPattern(
-    r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or)\b"
+    r"\b(?:when|whenever|if|unless|in\s+case|otherwise|or|so\s+that|so\s+(?:the|it|they))\b"
     r"|\b(?:a|an|any|every|each)\s+\w+\s+(?:that|which)\b",  # "a file that fails is reported"
     re.IGNORECASE,
 )
+# After a failure word: an object, then a condition ("CI fails the build if it grows").
+_GATE = LazyPattern(r"\s+(?:the|any|a|every)\s+\w+\s+(?:if|when|whenever|unless|once)\b", re.I)
 # Negations in the past tense: after a clause reporting success they explain the cause.
 _PAST_NEGATIVE = frozenset(
     {"was not", "were not", "wasn't", "weren't", "had not", "hadn't", "never", "did not", "didn't"}
@@ -159,7 +164,9 @@ _CORE_NEGATION = frozenset({"not", "no", "never"})
 _NEGATORS = frozenset({"not", "no", "never", "without", "don't", "doesn't", "avoid"})
 # Where an explanation starts: the words after it describe the cause, not the outcome.
 _EXPLANATION = LazyPattern(
-    r"\b(?:because|caused\s+by|due\s+to|the\s+cause|the\s+reason|root\s+cause|since)\b",
+    r"\b(?:because|caused\s+by|due\s+to|the\s+cause|the\s+reason|root\s+cause|since|"
+    r"the\s+(?:bug|leak|problem|issue|culprit|race|crash|regression|duplicates?)\s+"
+    r"(?:was|were|came\s+from))\b",
     re.IGNORECASE,
 )
 _REPAIRED = LazyPattern(
@@ -181,9 +188,9 @@ _COMPLETION = LazyPattern(
     r"identified|located|confirmed|verified|here\s+is|here's|here\s+are|successfully|"
     r"now|(?:is|are)\s+in\s+place|points?\s+to|because|the\s+cause|caused\s+by|"
     r"lives\s+in|defined\s+in|listed\s+in|is\s+in|summary|answer|result|results|redirects|"
-    r"returns|recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
+    r"recovered|reduced|ported|rotated|is\s+live|are\s+live|is\s+ready|are\s+ready|"
     r"(?:is|are)\s+complete|down\s+to|(?:we|i)\s+(?:have|got)\s+the|"
-    r"cleaned\s+up|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
+    r"cleaned\s+up|(?:is|are)\s+(?:now\s+)?gone|no\s+longer|no\s+more|in\s+place|all\s+(?:\d+\s+)?(?:\w+\s+)?(?:are|were|have\s+been)\s+(?:now\s+)?\w+ed|(?:can't|cannot)\s+be\s+\w+ed\s+any\s*more|(?:under|below)\s+the\s+(?:[\w.]+\s+){0,2}(?:target|limit))\b"
     r"|\d[\d.,]*\s*[a-z%]{0,3}\s*(?:->|\u2192)\s*\d",
     re.IGNORECASE,
 )
@@ -261,10 +268,14 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
         >>> not_reached_cue("The login bug is still not fixed.", "The login bug is fixed.")
         'still'
     """
-    text = _cut_explanations(_POSITIVE_PHRASES.sub(" ", cues.status_text(message, goal)))
+    text = _cut_explanations(
+        _POSITIVE_PHRASES.sub(f" {negation.GONE} ", cues.status_text(message, goal))
+    )
+    if done.asks_for_content(goal):
+        text = _PARENTHESES.sub(" ", text)  # an answer's definitions and details: content
     goal_words_text = " ".join(_WORD.findall(goal.lower()))
     terms = key_terms(goal)
-    cue = _phrase_cue(text, goal_words_text, terms)
+    cue = _phrase_cue(text, goal_words_text, terms) or target.missed(goal, text)
     if cue is not None:
         return cue
     for m in _PART_OF.finditer(text):
@@ -284,7 +295,8 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
     )
     clauses = _clauses(text)
     success_before = False
-    for clause in clauses:
+    reported = [_reports(c) for c in clauses]
+    for at, clause in enumerate(clauses):
         relevant = (
             len(clauses) == 1
             or _CONTRAST.search(clause) is not None
@@ -292,14 +304,29 @@ def not_reached_cue(message: str, goal: str = "") -> str | None:
             or _COMPLETION.search(clause) is not None
         )
         past_ok = success_before and _CONTRAST.search(clause) is None
-        pattern = _NEGATIVE if relevant else _FAILURE
-        cue = _negative_in(pattern, clause, goal_words, goal_words_text, past_ok, echoed)
+        # A past negation before a later report of the change tells the cause: "it never
+        # read the option. I pass it now".
+        cause_ok = _CONTRAST.search(clause) is None and any(reported[at + 1 :])
+        pattern = _NEGATIVE if relevant and not done.content_clause(goal, clause) else _FAILURE
+        cue = _negative_in(
+            pattern, clause, goal_words, goal_words_text, past_ok, echoed, cause_ok=cause_ok
+        )
         if cue is None and relevant and clause.rstrip().endswith("?"):
             cue = "?"
         if cue is not None:
             return cue
-        success_before = success_before or _COMPLETION.search(clause) is not None
+        success_before = success_before or reported[at]
     return None
+
+
+def _report_before(clause: str, at: int) -> bool:
+    """Whether the clause reports finished work before position ``at`` ("Fixed, no ...")."""
+    return _reports(clause[:at]) and not _CONTRAST.search(clause)
+
+
+def _reports(clause: str) -> bool:
+    """Whether a clause reports finished work (a completion word, or a defect told as gone)."""
+    return _COMPLETION.search(clause) is not None or negation.GONE in clause
 
 
 def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str | None:
@@ -310,6 +337,10 @@ def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str |
                 continue
             if pattern is _INTENTION and cues.is_wrap_up(text[found.end() : found.end() + 80]):
                 continue  # a finishing touch: "now let me submit the patch"
+            if found.group(0).lower() == "still" and negation.preserved(text, found.end()):
+                continue  # a behaviour kept: "the old name is still accepted"
+            if pattern is _NOT_DONE and _defect_gone(text, found.start(), found.end()):
+                continue  # "hasn't timed out since", "the query that timed out now takes 40 ms"
             return found.group(0).strip()
     for cue in (
         cues.plan_cue(text, terms),
@@ -321,10 +352,29 @@ def _phrase_cue(text: str, goal_words_text: str, terms: frozenset[str]) -> str |
     return None
 
 
+def _defect_gone(text: str, start: int, end: int) -> bool:
+    """Whether the failure phrase at ``text[start:end]`` is negated or told as the state before."""
+    return negation.defect_negated(text, start, end) or negation.former_state(text, start, end)
+
+
+_PARENTHESES = LazyPattern(r"\([^()]*\)")
+
+
 def _in_parentheses(text: str, at: int) -> bool:
     """Whether position ``at`` of ``text`` lies inside parentheses: "(11 of 14)" is a statistic."""
     before = text[:at]
     return before.count("(") > before.count(")")
+
+
+_FIRST_SENTENCE = LazyPattern(r"^(.+?)(?:[.!:;](?:\s|$)|\n)")
+
+
+def _states_goal(goal: str, message: str) -> str | None:
+    """The message's first sentence when it is the goal itself ("The login bug is fixed: ...")."""
+    found = _FIRST_SENTENCE.match(message.strip())
+    if found and normalise(found.group(1)) == normalise(goal):
+        return found.group(1)
+    return None
 
 
 _SENTENCE_END = LazyPattern(r"[.!?;](?:\s|$)|,\s+(?:and|so)\s+(?:i|we|it)\b", re.IGNORECASE)
@@ -356,23 +406,36 @@ def _negative_in(
     goal_text: str,
     past_ok: bool,
     echoed: frozenset[str] = frozenset(),
+    *,
+    cause_ok: bool = False,
 ) -> str | None:
     goal_stems = frozenset(stem(w) for w in goal_words)
+    contrast = _CONTRAST.search(clause) is not None  # "but ...": a new problem, not the goal's
     for found in pattern.finditer(clause):
         word = found.group(0).lower()
-        if word in goal_words or stem(word) in goal_stems:
-            continue
-        following = clause[found.start() :].split()[:2]
-        if len(following) == 2 and _in_goal(" ".join(following), goal_text):
+        if (word in goal_words or stem(word) in goal_stems) and not contrast:
+            continue  # the goal's own word
+        following = _WORD.findall(clause[found.start() :].lower())[:2]
+        if len(following) == 2 and not contrast and _in_goal(" ".join(following), goal_text):
             continue  # the goal's own words: "investigate why the job did not run"
         if _REPAIRED.search(clause[: found.start()]):
             continue  # the object of a repair: "fixed the broken links"
         if _CONDITION.search(clause[: found.start()].rsplit(",", 1)[-1]):
             continue  # a condition: "returns 503 when the query fails"
-        if past_ok and _after_success_ok(clause, found, word):
+        if _GATE.match(clause, found.end()):
+            continue  # a rule that fails something on a condition: "fails the build if ..."
+        if (past_ok or _report_before(clause, found.start())) and _after_success_ok(
+            clause, found, word
+        ):
+            continue
+        if cause_ok and _past_negation(clause, found, word):
             continue
         if word in _NEGATORS and _next_word_stem(clause, found) in echoed:
             continue  # the goal's own condition: "no dependencies" for "without dependencies"
+        if negation.defect_negated(clause, found.start(), found.end()):
+            continue  # a defect or a leftover negated: "no test broke", "nothing remains"
+        if negation.former_state(clause, found.start(), found.end()):
+            continue  # the state before the change: "(it failed 1 run in 30 before)"
         return found.group(0)
     return None
 
@@ -391,6 +454,12 @@ def _next_word_stem(clause: str, found: re.Match[str]) -> str:
     return stem(after[0]) if after else ""
 
 
+def _past_negation(clause: str, found: re.Match[str], word: str) -> bool:
+    """Whether the negation is in the past tense ("was not", "never", "didn't")."""
+    before = clause[: found.start()].lower().split()[-1:]
+    return word in _PAST_NEGATIVE or (bool(before) and f"{before[0]} {word}" in _PAST_NEGATIVE)
+
+
 def _after_success_ok(clause: str, found: re.Match[str], word: str) -> bool:
     """After a clause that reports success, a negation that explains or details it.
 
@@ -398,9 +467,7 @@ def _after_success_ok(clause: str, found: re.Match[str], word: str) -> bool:
     details the result ("no pod in CrashLoopBackOff", "no truncation");
     ", not" before a noun corrects a reading ("iOS users going uncounted, not users leaving").
     """
-    before = clause[: found.start()].lower().split()[-1:]
-    pair = f"{before[0]} {word}" if before else word
-    if word in _PAST_NEGATIVE or pair in _PAST_NEGATIVE:
+    if _past_negation(clause, found, word):
         return True
     after = _WORD.findall(clause[found.end() :].lower())[:1]
     nxt = after[0] if after else ""
@@ -419,9 +486,12 @@ def completion_cue(message: str, goal: str = "") -> str | None:
     """
     goal_words = frozenset(_WORD.findall(goal.lower()))
     for found in _COMPLETION.finditer(message):
+        if done.history_after(message, found.end()):
+            continue  # "both committed in 2023": the state's history, not the work
         if found.group(0).lower() not in goal_words and cues.delivers(found.group(0), goal):
             return found.group(0)
-    return None
+    status = cues.status_text(message, goal)
+    return done.done_form(status, goal) or done.acted_cue(status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,6 +504,7 @@ class GoalSignals:
         coverage: the share of the goal's key terms the message mentions.
         completion: the word reporting finished work, or ``None``.
         claim: the words claiming the task itself is done ("the issue is fixed"), or ``None``.
+        fact: the goal asks for a fact ("Find where ..."): a statement of it is the answer.
     """
 
     equal: bool
@@ -441,6 +512,7 @@ class GoalSignals:
     coverage: float
     completion: str | None
     claim: str | None = None
+    fact: bool = False
 
 
 def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -> GoalSignals:
@@ -448,16 +520,18 @@ def goal_signals(goal: str, message: str, terms: frozenset[str] | None = None) -
     if normalise(goal) == normalise(message):
         return GoalSignals(True, None, 1.0, None)
     terms = key_terms(goal) if terms is None else terms
+    status = cues.status_text(message, goal)
     return GoalSignals(
         False,
         not_reached_cue(message, goal),
         coverage(terms, message),
         completion_cue(message, goal),
-        cues.task_claim(cues.status_text(message, goal)),
+        cues.task_claim(status) or _states_goal(goal, message),
+        done.asks_for_fact(goal),
     )
 
 
-#: A message that mentions less than this share of the goal's key terms needs a completion cue.
+#: For a goal that asks for a fact, a statement that mentions this share of its key terms.
 MIN_COVERAGE = 0.5
 #: Even with a completion cue, a message must mention this share of the goal's key terms.
 MIN_COVERAGE_CUED = 0.15
@@ -468,15 +542,19 @@ def goal_reached(similarity: float, signals: GoalSignals, threshold: float) -> b
 
     * similarity to the goal is at least ``threshold`` (necessary, never sufficient);
     * no blocker: no negation, failure, intention or restatement of the task;
-    * the message mentions at least ``MIN_COVERAGE`` of the goal's key terms, or reports
-      finished work (a completion cue) and mentions at least ``MIN_COVERAGE_CUED`` of them,
-      or claims that the task itself is done ("I have fixed the issue").
+    * the message reports finished work (a completion cue, a goal verb told as done) and
+      mentions at least ``MIN_COVERAGE_CUED`` of the goal's key terms, or claims that the
+      task itself is done ("I have fixed the issue"), or, for a goal that asks for a fact,
+      states it (``MIN_COVERAGE`` of the terms).
+
+    Coverage alone reaches no other goal: the starting state told in the goal's words ("the
+    backup job has failed every night since Monday") mentions its terms but reports no work.
     """
     if signals.equal:
         return True
     if similarity < threshold or signals.blocker is not None:
         return False
-    if signals.coverage >= MIN_COVERAGE:
+    if signals.coverage >= MIN_COVERAGE and signals.fact:
         return True
     if signals.completion is not None and signals.coverage >= MIN_COVERAGE_CUED:
         return True

@@ -56,7 +56,7 @@ _REVERTED = LazyPattern(
     r"undid|undone|turned\s+it\s+off\s+again|"
     r"put\s+(?:the\s+)?original\s+(?:\w+\s+)?back|"
     r"(?:is|are|was|were|it's|we're|i'm)\s+back\s+(?:to|at)\b|^\W*back\s+to\b|"
-    r"restored\s+(?:it|them|the\s+original)|reset\s+(?:the\s+\w+\s+)?to\s+head|"
+    r"restored\s+(?:it|them|the\s+original|the\s+old|the\s+previous)|reset\s+(?:the\s+\w+\s+)?to\s+head|"
     r"as\s+it\s+was\s+at\s+the\s+start)",
     re.IGNORECASE,
 )
