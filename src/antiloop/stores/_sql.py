@@ -431,9 +431,11 @@ class SQLRecords(Records):
 
         def take(db: Any) -> tuple[list[Any], list[Any]]:
             stops = db.execute(f"SELECT session, by FROM stops WHERE {where}", names)  # noqa: S608
+            if self._dialect is SQLITE:  # one cursor: the next statement would reset its rows
+                stops = stops.fetchall()
             said = f"DELETE FROM feedback WHERE {where} RETURNING id, session, text"  # noqa: S608
             fed = db.execute(said, names)  # both sent before either is read (PostgreSQL)
-            return stops.fetchall(), fed.fetchall()
+            return (stops if isinstance(stops, list) else stops.fetchall()), fed.fetchall()
 
         stops, fed = self._write("read interventions", take)
         found: dict[str, tuple[str | None, list[str]]] = {n: (None, []) for n in names}
