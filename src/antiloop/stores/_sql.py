@@ -425,19 +425,29 @@ class SQLRecords(Records):
         return [r[1] for r in sorted(rows)]
 
     def interventions_of(self, sessions: Sequence[str]) -> dict[str, tuple[str | None, list[str]]]:
-        """Each session's stop request and its feedback (taken), in one write transaction."""
+        """Each session's stop request and its feedback (taken), in one write transaction.
+
+        On PostgreSQL one statement (the DELETE in a ``WITH``), atomic on its own: one round
+        trip, no BEGIN nor COMMIT of ours.
+        """
         names = list(dict.fromkeys(sessions))
         where = f"session IN ({', '.join([self._dialect.param] * len(names))})"
+        stopped = f"SELECT session, by FROM stops WHERE {where}"  # noqa: S608
+        said = f"DELETE FROM feedback WHERE {where} RETURNING id, session, text"  # noqa: S608
+        if self._dialect is not SQLITE:
+            both = (
+                f"WITH fed AS ({said}) SELECT 0, 0::bigint, session, by FROM stops"  # noqa: S608
+                f" WHERE {where} UNION ALL SELECT 1, id, session, text FROM fed"
+            )
+            rows = self._read("read interventions", both, (*names, *names))
+            stops = [r[2:] for r in rows if r[0] == 0]
+            fed = [r[1:] for r in rows if r[0] == 1]
+        else:
 
-        def take(db: Any) -> tuple[list[Any], list[Any]]:
-            stops = db.execute(f"SELECT session, by FROM stops WHERE {where}", names)  # noqa: S608
-            if self._dialect is SQLITE:  # one cursor: the next statement would reset its rows
-                stops = stops.fetchall()
-            said = f"DELETE FROM feedback WHERE {where} RETURNING id, session, text"  # noqa: S608
-            fed = db.execute(said, names)  # both sent before either is read (PostgreSQL)
-            return (stops if isinstance(stops, list) else stops.fetchall()), fed.fetchall()
+            def take(db: Any) -> tuple[list[Any], list[Any]]:
+                return db.execute(stopped, names).fetchall(), db.execute(said, names).fetchall()
 
-        stops, fed = self._write("read interventions", take)
+            stops, fed = self._write("read interventions", take)
         found: dict[str, tuple[str | None, list[str]]] = {n: (None, []) for n in names}
         found |= {r[0]: (str(r[1]), []) for r in stops}
         for _, session, text in sorted(fed):
