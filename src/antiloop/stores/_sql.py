@@ -243,7 +243,11 @@ class SQLRecords(Records):
 
         def put(db: Any) -> None:
             now = self.clock()
-            found = db.execute(lock, [a for n in names for a in (n, now)]).fetchall()
+            locked = db.execute(lock, [a for n in names for a in (n, now)])
+            head = None  # PostgreSQL: the audit head read in the same round trip
+            if self._dialect is not SQLITE and self._known_head() is None:
+                head = db.execute(self._sql["head"]) if any(i[2] for i in items) else None
+            found = locked.fetchall()
             ledgers = {r[0]: decode_state(bytes(r[1])) if r[1] else SessionState() for r in found}
             events: list[AuditEvent] = []
             changed = set()
@@ -256,20 +260,23 @@ class SQLRecords(Records):
                 seen.update(dict.fromkeys(ids))
                 while len(seen) > kept:
                     del seen[next(iter(seen))]
-            self._append(db, events)
+            self._append(db, events, head)
             rows = [(encode_state(ledgers[n]), now, n) for n in names if n in changed]
             _many(db, self._sql["set_state"], rows)
 
         self._write("record steps", put)
 
-    def _append(self, db: Any, events: Sequence[AuditEvent]) -> None:
-        """Chain the events after the head and move the head, in the caller's transaction."""
+    def _append(self, db: Any, events: Sequence[AuditEvent], sent: Any = None) -> None:
+        """Chain the events after the head and move the head, in the caller's transaction.
+
+        ``sent``: the cursor of the head's query when the caller sent it already.
+        """
         if not events:
             return
         sql = self._sql
         head = self._known_head()
         if head is None:
-            found = db.execute(sql["head"]).fetchone()
+            found = (db.execute(sql["head"]) if sent is None else sent).fetchone()
             head = head_of(self, found[0] if found else "", lambda: _tail(db, sql))
         rows = []
         for i, row in enumerate(chain(head, events, self.audit_cap)):
