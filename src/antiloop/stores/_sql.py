@@ -262,7 +262,10 @@ class SQLRecords(Records):
                     del seen[next(iter(seen))]
             self._append(db, events, head)
             rows = [(encode_state(ledgers[n]), now, n) for n in names if n in changed]
-            _many(db, self._sql["set_state"], rows)
+            if self._dialect is SQLITE or len(rows) < 2:
+                _many(db, self._sql["set_state"], rows)
+            else:  # one statement: a query of a psycopg pipeline costs more than its row
+                _states(db, rows)
 
         self._write("record steps", put)
 
@@ -283,7 +286,10 @@ class SQLRecords(Records):
             event = events[i]  # callgrind: zip(strict=True) here cost 2.4k instructions more
             rows.append((row.seq, event.session, event.kind, event.at, row.body, row.hash))
             head = (row.seq, row.hash)
-        _many(db, sql["audit"], rows)
+        if self._dialect is SQLITE or len(rows) < 2:
+            _many(db, sql["audit"], rows)
+        else:  # one statement: a query of a psycopg pipeline costs more than its row
+            _insert(db, sql["audit"], rows)
         db.execute(sql["meta"], ("audit_head", f"{head[0]} {head[1]}"))
         self._moved_head(head)
 
@@ -488,3 +494,28 @@ def _many(db: Any, sql: str, rows: list[Any]) -> None:
     """``executemany`` on a connection or cursor (psycopg pipelines it: one round trip)."""
     if rows:
         (db.executemany if hasattr(db, "executemany") else db.cursor().executemany)(sql, rows)
+
+
+_ROWS_A_STATEMENT = 1000
+"""Rows one multi-row statement writes at most (PostgreSQL takes 65,535 parameters)."""
+
+
+def _insert(db: Any, sql: str, rows: list[Any]) -> None:
+    """``rows`` by an ``INSERT ... VALUES (...)``, as one statement a thousand rows."""
+    head, _, values = sql.partition(" VALUES ")
+    for at in range(0, len(rows), _ROWS_A_STATEMENT):
+        part = rows[at : at + _ROWS_A_STATEMENT]
+        many = ", ".join([values] * len(part))
+        db.execute(f"{head} VALUES {many}", [a for row in part for a in row])
+
+
+def _states(db: Any, rows: list[tuple[bytes, float, str]]) -> None:
+    """PostgreSQL: the sessions' states and times (state, updated, id), one statement."""
+    for at in range(0, len(rows), _ROWS_A_STATEMENT):
+        part = rows[at : at + _ROWS_A_STATEMENT]
+        values = ", ".join(["(%s::bytea, %s::double precision, %s)"] * len(part))
+        db.execute(
+            "UPDATE sessions SET state = v.state, updated = v.updated"  # noqa: S608
+            f" FROM (VALUES {values}) AS v (state, updated, id) WHERE sessions.id = v.id",
+            [a for row in part for a in row],
+        )
