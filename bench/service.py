@@ -238,7 +238,7 @@ def _profile(
     counts: collections.Counter[str] = collections.Counter()
     for line in out.read_text().splitlines():
         stack, _, number = line.rpartition(" ")
-        if not number.isdigit():
+        if not number.isdigit() or not stack.endswith(")"):  # a frame's name held a newline
             continue
         frames = stack.split(";")
         counts[_kind(frames)] += int(number)
