@@ -131,13 +131,18 @@ WAITING = "waiting (a lock, a socket, the event loop idle)"
 WHY = [
     "What stands in the way of the targets missed: *batches of 100 against single steps*: "
     "single steps are judged in groups (the requests in flight together), so a batch saves "
-    "only its HTTP requests; a step of either costs its judgement and records (the result's "
-    "readings, the audit record, its record in the state, the answer's redaction: about "
-    "0.2 ms). *CPU per single step*: that, plus the HTTP request (the floor's own CPU) and a "
-    "group's thread hand-off and round trips shared by its steps. *Split*: a replica judges "
-    "one group at a time and each commits once in PostgreSQL, so it does at most (steps "
-    "waiting) / (commit latency) steps a second. *p99*: the machine's load (below) delays "
-    "every process, the floor's too.",
+    "only its HTTP requests and a group's fixed costs; a step of either costs its judgement "
+    "and records (the result's readings, the audit record, its record in the state, the "
+    "answer's redaction), which no batching shares, so a batch of 100 gains what the HTTP "
+    "request and the group cost a single step (2-4x in CPU here), not 10x. *CPU per single "
+    "step*: that judgement, plus the HTTP request (the floor's own CPU) and a group's thread "
+    "hand-off, transaction and round trips, shared by the few steps of a group at 8 clients. "
+    "*Split*: a replica judges one group at a time, and each group waits for a Redis script "
+    "to lock and read its sessions, one PostgreSQL statement for their interventions, one "
+    "PostgreSQL transaction for the records (psycopg's pipeline costs more CPU than the "
+    "rest of the step) and a Redis script to save: the replica is bound by PostgreSQL's "
+    "latency and psycopg. *p99*: the machine's load (below) delays every process, the "
+    "floor's too.",
 ]
 
 
@@ -233,7 +238,7 @@ def _profile(
     counts: collections.Counter[str] = collections.Counter()
     for line in out.read_text().splitlines():
         stack, _, number = line.rpartition(" ")
-        if not number.isdigit():
+        if not number.isdigit() or not stack.endswith(")"):  # a frame's name held a newline
             continue
         frames = stack.split(";")
         counts[_kind(frames)] += int(number)

@@ -461,3 +461,19 @@ def test_near_misses_are_left_alone(text: str) -> None:
     """SHAs, UUIDs, digests and ordinary words come out as they went in."""
     assert redact_text(text) == text
     assert redact_value({"output": text}) == {"output": text}
+
+
+def test_a_text_redacted_again_gives_the_same_answer_and_no_secret_is_remembered() -> None:
+    """Clean texts are remembered (the same object back); a secret's text is redacted each time."""
+    from antiloop.core import redact
+
+    clean = "pytest tests/test_one.py -q: 3 passed in 0.2s, output of some length"
+    assert redact_text(clean) is clean
+    assert redact_text("".join(clean)) == clean
+    assert clean in redact._CLEAN
+    holding = "export TOKEN=ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+    assert redact_text(holding) == redact_text(holding) == "export TOKEN=[REDACTED]"
+    assert holding not in redact._CLEAN
+    for i in range(redact._CLEAN_KEPT + 10):
+        redact_text(f"a clean line of output number {i}")
+    assert len(redact._CLEAN) <= redact._CLEAN_KEPT

@@ -405,3 +405,44 @@ def test_pages_of_sessions_on_every_store(kind: str, tmp_path: Path) -> None:
             assert all(r["steps"] == 1 for r in service.session_rows(5, 0)[0])
     finally:
         backend.cleanup()
+
+
+def test_the_writes_of_one_loop_turn_go_out_as_one_send() -> None:
+    """A response's head and body are one write; close sends what waits, then closes."""
+    import asyncio
+
+    from antiloop.server.limits import Coalescing
+
+    class Transport:
+        def __init__(self) -> None:
+            self.sent: list[bytes] = []
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            self.sent.append(data)
+
+        def is_closing(self) -> bool:
+            return self.closed
+
+        def close(self) -> None:
+            self.closed = True
+
+        def get_extra_info(self, name: str) -> Any:
+            return ("127.0.0.1", 8000) if name == "sockname" else None
+
+    async def run() -> Transport:
+        inner = Transport()
+        transport = Coalescing(inner, asyncio.get_running_loop())
+        transport.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        transport.write(b"{}")
+        assert inner.sent == []
+        await asyncio.sleep(0)
+        assert inner.sent == [b"HTTP/1.1 200 OK\r\n\r\n{}"]
+        transport.write(b"last")
+        transport.close()
+        assert transport.get_extra_info("sockname") == ("127.0.0.1", 8000)
+        return inner
+
+    inner = asyncio.run(run())
+    assert inner.sent[1:] == [b"last"]
+    assert inner.closed

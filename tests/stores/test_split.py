@@ -189,3 +189,20 @@ def test_concurrent_steps_of_one_session_through_two_split_stores_each_get_one_i
         store.close()
     assert sorted(r.index for r in records) == list(range(60))
     assert len({r.output for r in records}) == 60
+
+
+def test_interventions_of_takes_feedback_in_order_in_one_statement(split: Backend) -> None:
+    """PostgreSQL: each session's stop request and its feedback (oldest first), taken once."""
+    pg = PostgresStore.from_url(split.url)
+    try:
+        pg.request_stop("s1", "ann")
+        for session, text in [("s1", "one"), ("s2", "two"), ("s1", "three"), ("s1", "four")]:
+            pg.push_feedback(session, text)
+        assert pg.interventions_of(["s1", "s2", "s3"]) == {
+            "s1": ("ann", ["one", "three", "four"]),
+            "s2": (None, ["two"]),
+            "s3": (None, []),
+        }
+        assert pg.interventions_of(["s1", "s2"]) == {"s1": ("ann", []), "s2": (None, [])}
+    finally:
+        pg.close()

@@ -111,3 +111,36 @@ def test_the_service_judges_a_posted_batch_in_one_commit(tmp_path: Path) -> None
     assert [v["action"] for v in verdicts] == ["continue", "stop"] + ["continue"] * 6
     assert commits == ["COMMIT"]
     assert sorted(store.sessions()) == ["s", "s0", "s1", "s2", "s3", "s4", "s5"]
+
+
+def test_interventions_of_reads_each_sessions_stop_and_takes_its_feedback(tmp_path: Path) -> None:
+    """SQLite's one cursor: the stop requests read are kept while the feedback is taken."""
+    store = SQLiteStore(tmp_path / "a.db")
+    store.request_stop("s1", "alice")
+    store.push_feedback("s1", "first")
+    store.push_feedback("s2", "second")
+    store.push_feedback("s1", "third")
+    assert store.interventions_of(["s1", "s2", "s3"]) == {
+        "s1": ("alice", ["first", "third"]),
+        "s2": (None, ["second"]),
+        "s3": (None, []),
+    }
+    assert store.interventions_of(["s1", "s2"]) == {"s1": ("alice", []), "s2": (None, [])}
+
+
+def test_the_service_judges_one_step_in_one_commit_with_its_interventions(tmp_path: Path) -> None:
+    """A group of one step on SQLite: one COMMIT, the stop request and feedback read in it."""
+    from antiloop.server.app import Service
+
+    store = SQLiteStore(tmp_path / "a.db")
+    service = Service(store, "t0k3n-for-tests")
+    step = {"session": "s", "tool": "Read", "args": {"file_path": "a"}}
+    service.judge_all([step])
+    store.push_feedback("s", "look at b instead")
+    commits = _commits(store)
+    [fed] = service.judge_all([{**step, "args": {"file_path": "b"}}])
+    assert commits == ["COMMIT"]
+    assert "look at b instead" in fed["reason"] + fed["hint"]
+    store.request_stop("s", "alice")
+    [stopped] = service.judge_all([{**step, "args": {"file_path": "c"}}])
+    assert (stopped["action"], stopped["detector"]) == ("stop", "person")

@@ -339,6 +339,12 @@ def _lower(text: str) -> str:
     return text.lower() if text.isascii() else text.translate(_FOLD).lower()
 
 
+_CLEAN: set[str] = set()
+"""Texts found to hold no secret: a text redacted again (a record's, the state's) costs a lookup."""
+_CLEAN_KEPT = 8192  # texts remembered (then forgotten all at once): memory stays bounded
+_CLEAN_LONGEST = 512  # longer texts rarely come again: hashing them would cost more
+
+
 def redact_text(text: str) -> str:
     """The text with every secret it holds replaced by ``[REDACTED]``.
 
@@ -351,7 +357,16 @@ def redact_text(text: str) -> str:
     Returns:
         The text, unchanged when it holds no secret.
     """
-    return _redact(text, False)
+    if len(text) > _CLEAN_LONGEST:
+        return _redact(text, False)
+    if text in _CLEAN:  # redacted before and found clean (a record's text, the state's again)
+        return text
+    out = _redact(text, False)
+    if out == text:  # only texts that hold no secret are remembered
+        if len(_CLEAN) >= _CLEAN_KEPT:
+            _CLEAN.clear()
+        _CLEAN.add(text)
+    return out
 
 
 def _redact(text: str, every: bool) -> str:

@@ -118,6 +118,41 @@ def within(seconds: float, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T
         return fn(*args, **kwargs)
 
 
+class Coalescing:
+    """A connection's transport whose writes of one turn of the event loop go out as one.
+
+    uvicorn writes a response's head and its body apart: two sends, two TCP segments, two
+    wake-ups of the client. Here the first write waits for the end of the loop's turn
+    (``call_soon``) and takes every write made meanwhile; ``close`` sends what waits first.
+    """
+
+    __slots__ = ("_inner", "_loop", "_parts")
+
+    def __init__(self, inner: Any, loop: Any) -> None:
+        self._inner = inner
+        self._loop = loop
+        self._parts: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        """Send ``data`` at the end of this turn, with the writes made until then."""
+        if not self._parts:
+            self._loop.call_soon(self._flush)
+        self._parts.append(data)
+
+    def _flush(self) -> None:
+        parts, self._parts = self._parts, []
+        if parts and not self._inner.is_closing():
+            self._inner.write(parts[0] if len(parts) == 1 else b"".join(parts))
+
+    def close(self) -> None:
+        """Send what waits, then close."""
+        self._flush()
+        self._inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def http_protocol(limits: Limits) -> Any:
     """The httptools protocol of uvicorn, with a deadline and a size limit on each request head.
 
@@ -139,7 +174,7 @@ def http_protocol(limits: Limits) -> Any:
             self._counting = False  # inside a request head (its bytes count to the limit)
 
         def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
+            super().connection_made(Coalescing(transport, self.loop))  # type: ignore[arg-type]
             self._await_head()
 
         def _await_head(self) -> None:

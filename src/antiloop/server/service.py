@@ -375,7 +375,11 @@ class Service:
         """
         at = indexes or range(len(batch))
         seen: dict[str, tuple[str | None, list[str]]] = {}
-        if len(batch) < 2 or not callable(getattr(self.store, "batch", None)):
+        store = self.store
+        # An SQL store (SQLite) reads every session's interventions in one statement pair,
+        # inside the batch's transaction: a group of one step is judged as a batch too.
+        many = getattr(store, "interventions_of", None)
+        if (len(batch) < 2 and many is None) or not callable(getattr(store, "batch", None)):
             return [self.judge(raw, i, seen) for i, raw in zip(at, batch, strict=True)]
         steps: list[Any] = []
         for raw in batch:
@@ -388,7 +392,9 @@ class Service:
         guard.rider.catch_up()  # steps journaled in an outage go in before this batch
 
         def attempt() -> list[dict[str, Any]]:
-            with paused_replay(), batch_of(self.store, sessions):
+            with paused_replay(), batch_of(store, sessions):
+                if many is not None and sessions:
+                    seen.update(_interventions(many, sessions))
                 return [self.judge(step, i, seen) for i, step in zip(at, steps, strict=True)]
 
         try:
@@ -487,6 +493,17 @@ class Service:
         }
         self.recent[step.session].append(event)
         self.hub.publish("verdict", event)
+
+
+def _interventions(
+    many: Callable[[list[str]], dict[str, tuple[str | None, list[str]]]], sessions: list[str]
+) -> dict[str, tuple[str | None, list[str]]]:
+    """Each session's stop request and feedback (taken); none read when the store fails."""
+    try:
+        return many(sessions)
+    except StoreError as exc:  # each step's own read, then the guard's, meet it again
+        log.error("antiloop: could not read stop requests and feedback: %s", exc)
+        return {}
 
 
 _PLAIN_KEYS: dict[str, bool] = {}

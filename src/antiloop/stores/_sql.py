@@ -243,7 +243,11 @@ class SQLRecords(Records):
 
         def put(db: Any) -> None:
             now = self.clock()
-            found = db.execute(lock, [a for n in names for a in (n, now)]).fetchall()
+            locked = db.execute(lock, [a for n in names for a in (n, now)])
+            head = None  # PostgreSQL: the audit head read in the same round trip
+            if self._dialect is not SQLITE and self._known_head() is None:
+                head = db.execute(self._sql["head"]) if any(i[2] for i in items) else None
+            found = locked.fetchall()
             ledgers = {r[0]: decode_state(bytes(r[1])) if r[1] else SessionState() for r in found}
             events: list[AuditEvent] = []
             changed = set()
@@ -256,27 +260,36 @@ class SQLRecords(Records):
                 seen.update(dict.fromkeys(ids))
                 while len(seen) > kept:
                     del seen[next(iter(seen))]
-            self._append(db, events)
+            self._append(db, events, head)
             rows = [(encode_state(ledgers[n]), now, n) for n in names if n in changed]
-            _many(db, self._sql["set_state"], rows)
+            if self._dialect is SQLITE or len(rows) < 2:
+                _many(db, self._sql["set_state"], rows)
+            else:  # one statement: a query of a psycopg pipeline costs more than its row
+                _states(db, rows)
 
         self._write("record steps", put)
 
-    def _append(self, db: Any, events: Sequence[AuditEvent]) -> None:
-        """Chain the events after the head and move the head, in the caller's transaction."""
+    def _append(self, db: Any, events: Sequence[AuditEvent], sent: Any = None) -> None:
+        """Chain the events after the head and move the head, in the caller's transaction.
+
+        ``sent``: the cursor of the head's query when the caller sent it already.
+        """
         if not events:
             return
         sql = self._sql
         head = self._known_head()
         if head is None:
-            found = db.execute(sql["head"]).fetchone()
+            found = (db.execute(sql["head"]) if sent is None else sent).fetchone()
             head = head_of(self, found[0] if found else "", lambda: _tail(db, sql))
         rows = []
         for i, row in enumerate(chain(head, events, self.audit_cap)):
             event = events[i]  # callgrind: zip(strict=True) here cost 2.4k instructions more
             rows.append((row.seq, event.session, event.kind, event.at, row.body, row.hash))
             head = (row.seq, row.hash)
-        _many(db, sql["audit"], rows)
+        if self._dialect is SQLITE or len(rows) < 2:
+            _many(db, sql["audit"], rows)
+        else:  # one statement: a query of a psycopg pipeline costs more than its row
+            _insert(db, sql["audit"], rows)
         db.execute(sql["meta"], ("audit_head", f"{head[0]} {head[1]}"))
         self._moved_head(head)
 
@@ -425,17 +438,29 @@ class SQLRecords(Records):
         return [r[1] for r in sorted(rows)]
 
     def interventions_of(self, sessions: Sequence[str]) -> dict[str, tuple[str | None, list[str]]]:
-        """Each session's stop request and its feedback (taken), in one write transaction."""
+        """Each session's stop request and its feedback (taken), in one write transaction.
+
+        On PostgreSQL one statement (the DELETE in a ``WITH``), atomic on its own: one round
+        trip, no BEGIN nor COMMIT of ours.
+        """
         names = list(dict.fromkeys(sessions))
         where = f"session IN ({', '.join([self._dialect.param] * len(names))})"
+        stopped = f"SELECT session, by FROM stops WHERE {where}"  # noqa: S608
+        said = f"DELETE FROM feedback WHERE {where} RETURNING id, session, text"  # noqa: S608
+        if self._dialect is not SQLITE:
+            both = (
+                f"WITH fed AS ({said}) SELECT 0, 0::bigint, session, by FROM stops"  # noqa: S608
+                f" WHERE {where} UNION ALL SELECT 1, id, session, text FROM fed"
+            )
+            rows = self._read("read interventions", both, (*names, *names))
+            stops = [r[2:] for r in rows if r[0] == 0]
+            fed = [r[1:] for r in rows if r[0] == 1]
+        else:
 
-        def take(db: Any) -> tuple[list[Any], list[Any]]:
-            stops = db.execute(f"SELECT session, by FROM stops WHERE {where}", names)  # noqa: S608
-            said = f"DELETE FROM feedback WHERE {where} RETURNING id, session, text"  # noqa: S608
-            fed = db.execute(said, names)  # both sent before either is read (PostgreSQL)
-            return stops.fetchall(), fed.fetchall()
+            def take(db: Any) -> tuple[list[Any], list[Any]]:
+                return db.execute(stopped, names).fetchall(), db.execute(said, names).fetchall()
 
-        stops, fed = self._write("read interventions", take)
+            stops, fed = self._write("read interventions", take)
         found: dict[str, tuple[str | None, list[str]]] = {n: (None, []) for n in names}
         found |= {r[0]: (str(r[1]), []) for r in stops}
         for _, session, text in sorted(fed):
@@ -469,3 +494,28 @@ def _many(db: Any, sql: str, rows: list[Any]) -> None:
     """``executemany`` on a connection or cursor (psycopg pipelines it: one round trip)."""
     if rows:
         (db.executemany if hasattr(db, "executemany") else db.cursor().executemany)(sql, rows)
+
+
+_ROWS_A_STATEMENT = 1000
+"""Rows one multi-row statement writes at most (PostgreSQL takes 65,535 parameters)."""
+
+
+def _insert(db: Any, sql: str, rows: list[Any]) -> None:
+    """``rows`` by an ``INSERT ... VALUES (...)``, as one statement a thousand rows."""
+    head, _, values = sql.partition(" VALUES ")
+    for at in range(0, len(rows), _ROWS_A_STATEMENT):
+        part = rows[at : at + _ROWS_A_STATEMENT]
+        many = ", ".join([values] * len(part))
+        db.execute(f"{head} VALUES {many}", [a for row in part for a in row])
+
+
+def _states(db: Any, rows: list[tuple[bytes, float, str]]) -> None:
+    """PostgreSQL: the sessions' states and times (state, updated, id), one statement."""
+    for at in range(0, len(rows), _ROWS_A_STATEMENT):
+        part = rows[at : at + _ROWS_A_STATEMENT]
+        values = ", ".join(["(%s::bytea, %s::double precision, %s)"] * len(part))
+        db.execute(
+            "UPDATE sessions SET state = v.state, updated = v.updated"  # noqa: S608
+            f" FROM (VALUES {values}) AS v (state, updated, id) WHERE sessions.id = v.id",
+            [a for row in part for a in row],
+        )
